@@ -1,0 +1,5 @@
+"""Symbolic integer arithmetic on TensorIR index and shape expressions."""
+
+from .simplify import Analyzer, simplify
+
+__all__ = ["Analyzer", "simplify"]

@@ -1,0 +1,22 @@
+"""IR core: nodes, modules, operators and structural comparison; no dialect lives here."""
+
+from . import dtype
+from .module import BaseFunc, GlobalVar, IRModule
+from .node import Node, Span
+from .op import Op, register_op, register_op_attr
+from .structural import assert_structural_equal, structural_equal, structural_hash
+
+__all__ = [
+    "BaseFunc",
+    "GlobalVar",
+    "IRModule",
+    "Node",
+    "Op",
+    "Span",
+    "assert_structural_equal",
+    "dtype",
+    "register_op",
+    "register_op_attr",
+    "structural_equal",
+    "structural_hash",
+]

@@ -1,0 +1,99 @@
+"""The base of every IR node.
+
+Nodes are frozen dataclasses compared by identity (``is``); structural comparison lives in
+:mod:`mlckit.ir.structural`. A dataclass field declared with ``compare=False`` (such as
+``span``) is bookkeeping and is ignored by structural equality and hashing.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+
+@dataclass(frozen=True)
+class Span:
+    """A source location: where a node was written in TVMScript."""
+
+    filename: str
+    lineno: int
+    col: int
+    end_col: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.lineno}:{self.col + 1}"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Node:
+    """Base class of all IR nodes.
+
+    Subclasses are ``@dataclass(frozen=True, eq=False, repr=False)`` so that equality stays
+    identity, and every field is visible to the generic structural traversal.
+    """
+
+    span: Span | None = field(default=None, kw_only=True, compare=False)
+
+    # Nodes that stand for a variable (tir.Var, relax.Var, tir.Buffer) set this; structural
+    # equality maps them to each other on first sight instead of comparing by identity.
+    _binds_like_var = False
+
+    def same_as(self, other: Any) -> bool:
+        return self is other
+
+    def structural_fields(self) -> Iterator[tuple[str, Any]]:
+        """The (name, value) pairs that structural equality and hashing look at."""
+        for f in _structural_fields_of(type(self)):
+            yield f, getattr(self, f)
+
+    def with_fields(self, **changes: Any) -> "Node":
+        """A copy of this node with some fields replaced (nodes are immutable)."""
+        new = copy.copy(self)
+        for name, value in changes.items():
+            object.__setattr__(new, name, value)
+        return new
+
+    # ------------------------------------------------------------------ display
+    def script(self, **options: Any) -> str:
+        """This node as TVMScript text."""
+        from mlckit.script.printer import script
+
+        return script(self, **options)
+
+    def show(self, **options: Any) -> None:
+        """Print this node as syntax-highlighted TVMScript (plain text when not a terminal)."""
+        from mlckit.script.printer import show
+
+        show(self, **options)
+
+    def __repr__(self) -> str:
+        try:
+            text = self.script()
+        except Exception:  # noqa: BLE001 - repr must never fail
+            return f"<{type(self).__module__}.{type(self).__name__} at {id(self):#x}>"
+        return text
+
+    def _repr_mimebundle_(self, include=None, exclude=None):  # noqa: ANN001
+        try:
+            import mlckit.viz as viz
+        except ImportError:
+            return {"text/plain": self.script()}
+        return viz.mimebundle(self, include=include, exclude=exclude)
+
+
+_FIELD_CACHE: dict[type, tuple[str, ...]] = {}
+
+
+def _structural_fields_of(cls: type) -> tuple[str, ...]:
+    names = _FIELD_CACHE.get(cls)
+    if names is None:
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.compare)
+        _FIELD_CACHE[cls] = names
+    return names
+
+
+def set_cached(node: Node, name: str, value: Any) -> None:
+    """Fill a derived, non-structural slot of a node once (e.g. a relax Expr's struct_info_)."""
+    object.__setattr__(node, name, value)

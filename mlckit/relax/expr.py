@@ -1,0 +1,416 @@
+"""Relax graph IR expressions, bindings and functions.
+
+Every expression carries ``struct_info_`` once it has been normalized (by the BlockBuilder or
+the TVMScript parser); ``expr.struct_info`` reads it and says so when it is missing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from mlckit.errors import IRError, MLCError
+from mlckit.ir.module import BaseFunc, GlobalVar
+from mlckit.ir.node import Node
+from mlckit.ir.op import Op
+from mlckit.tir.expr import PrimExpr
+from mlckit.tir.expr import convert as convert_prim
+
+from .struct_info import (
+    FuncStructInfo,
+    ObjectStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
+    _as_dim,
+)
+
+_NODE = dict(frozen=True, eq=False, repr=False)
+
+
+@dataclass(**_NODE)
+class Expr(Node):
+    """Base class of relax expressions."""
+
+    struct_info_: StructInfo | None = field(default=None, kw_only=True, compare=False)
+
+    @property
+    def struct_info(self) -> StructInfo:
+        if self.struct_info_ is None:
+            raise MLCError(
+                f"{type(self).__name__} has no struct info yet: normalize it with "
+                "relax.BlockBuilder().normalize(expr) or bind it with bb.emit"
+            )
+        return self.struct_info_
+
+    # Operators build calls to relax ops, as in TVM.
+    def __add__(self, other: Any) -> "Call":
+        from . import op
+
+        return op.add(self, other)
+
+    def __radd__(self, other: Any) -> "Call":
+        from . import op
+
+        return op.add(other, self)
+
+    def __sub__(self, other: Any) -> "Call":
+        from . import op
+
+        return op.subtract(self, other)
+
+    def __rsub__(self, other: Any) -> "Call":
+        from . import op
+
+        return op.subtract(other, self)
+
+    def __mul__(self, other: Any) -> "Call":
+        from . import op
+
+        return op.multiply(self, other)
+
+    def __rmul__(self, other: Any) -> "Call":
+        from . import op
+
+        return op.multiply(other, self)
+
+    def __truediv__(self, other: Any) -> "Call":
+        from . import op
+
+        return op.divide(self, other)
+
+    def __matmul__(self, other: Any) -> "Call":
+        from . import op
+
+        return op.matmul(self, other)
+
+    def __neg__(self) -> "Call":
+        from . import op
+
+        return op.negative(self)
+
+    def __getitem__(self, index: int) -> "TupleGetItem":
+        if not isinstance(index, int):
+            raise MLCError("relax expressions can only be indexed by an integer (tuple field)")
+        return TupleGetItem(self, index)
+
+
+@dataclass(**_NODE)
+class LeafExpr(Expr):
+    pass
+
+
+@dataclass(**_NODE)
+class Var(LeafExpr):
+    """A relax variable. Structurally, variables compare by role, not by name."""
+
+    name_hint: str = field(default="v", compare=False)
+    _binds_like_var = True
+
+    def __init__(self, name_hint: str, struct_info: StructInfo | None = None, *, span: Any = None):
+        if struct_info is not None and not isinstance(struct_info, StructInfo):
+            raise IRError(
+                f"relax.Var({name_hint!r}, ...): expected a StructInfo such as "
+                f"relax.TensorStructInfo(shape, dtype), got {type(struct_info).__name__}"
+            )
+        object.__setattr__(self, "name_hint", name_hint)
+        object.__setattr__(self, "struct_info_", struct_info)
+        object.__setattr__(self, "span", span)
+
+    def structural_fields(self) -> Iterator[tuple[str, Any]]:
+        yield "struct_info", self.struct_info_
+
+    @property
+    def vid(self) -> str:
+        return self.name_hint
+
+
+@dataclass(**_NODE)
+class DataflowVar(Var):
+    """A variable bound inside a dataflow block and not visible outside it."""
+
+    __init__ = Var.__init__
+
+
+@dataclass(**_NODE)
+class Constant(LeafExpr):
+    """A constant tensor. ``data`` is an NDArray."""
+
+    data: Any = None
+
+    def __init__(self, data: Any, struct_info: StructInfo | None = None, *, span: Any = None):
+        from mlckit.runtime.ndarray import NDArray, array
+
+        if not isinstance(data, NDArray):
+            data = array(np.asarray(data))
+        if struct_info is None:
+            struct_info = TensorStructInfo(data.shape, data.dtype)
+        object.__setattr__(self, "data", data)
+        object.__setattr__(self, "struct_info_", struct_info)
+        object.__setattr__(self, "span", span)
+
+    def structural_fields(self) -> Iterator[tuple[str, Any]]:
+        yield "data", self.data.numpy()
+
+
+@dataclass(**_NODE)
+class PrimValue(LeafExpr):
+    """A scalar PrimExpr used as a relax value (``R.prim_value``)."""
+
+    value: PrimExpr = None  # type: ignore[assignment]
+
+    def __init__(self, value: Any, *, span: Any = None):
+        value = convert_prim(value, "int64" if isinstance(value, int) else None)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "struct_info_", PrimStructInfo(value=value))
+        object.__setattr__(self, "span", span)
+
+
+@dataclass(**_NODE)
+class StringImm(LeafExpr):
+    value: str = ""
+
+    def __init__(self, value: str, *, span: Any = None):
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "struct_info_", ObjectStructInfo())
+        object.__setattr__(self, "span", span)
+
+
+@dataclass(**_NODE)
+class DataTypeImm(LeafExpr):
+    value: str = ""
+
+    def __init__(self, value: str, *, span: Any = None):
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "struct_info_", ObjectStructInfo())
+        object.__setattr__(self, "span", span)
+
+
+@dataclass(**_NODE)
+class ShapeExpr(LeafExpr):
+    """A literal shape ``(n, 784)``; dims are int64 PrimExprs."""
+
+    values: tuple[PrimExpr, ...] = ()
+
+    def __init__(self, values: Sequence[Any], *, span: Any = None):
+        values = tuple(_as_dim(v) for v in values)
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "struct_info_", ShapeStructInfo(values))
+        object.__setattr__(self, "span", span)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, i: int) -> PrimExpr:  # type: ignore[override]
+        return self.values[i]
+
+
+@dataclass(**_NODE)
+class ExternFunc(LeafExpr):
+    """A function provided by the runtime's global registry (``R.ExternFunc("env.linear")``)."""
+
+    global_symbol: str = ""
+
+    def __init__(self, global_symbol: str, struct_info: StructInfo | None = None, *,
+                 span: Any = None):
+        object.__setattr__(self, "global_symbol", global_symbol)
+        object.__setattr__(self, "struct_info_", struct_info or FuncStructInfo.opaque_func())
+        object.__setattr__(self, "span", span)
+
+
+@dataclass(**_NODE)
+class Call(Expr):
+    """``op(args)``: a call of an Op, a GlobalVar, an ExternFunc or a function-valued Var."""
+
+    op: Any = None
+    args: tuple[Expr, ...] = ()
+    attrs: "Attrs | None" = None
+    sinfo_args: tuple[StructInfo, ...] = ()
+
+    def __init__(self, op: Any, args: Sequence[Any], attrs: Any = None,
+                 sinfo_args: Sequence[StructInfo] | None = None, *, span: Any = None):
+        if not isinstance(op, (Op, GlobalVar, Expr)):
+            raise IRError(f"relax.Call: cannot call a {type(op).__name__}")
+        if attrs is not None and not isinstance(attrs, Attrs):
+            attrs = Attrs(attrs)
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "args", tuple(convert_to_expr(a) for a in args))
+        object.__setattr__(self, "attrs", attrs)
+        object.__setattr__(self, "sinfo_args", tuple(sinfo_args or ()))
+        object.__setattr__(self, "struct_info_", None)
+        object.__setattr__(self, "span", span)
+
+
+@dataclass(**_NODE)
+class Attrs(Node):
+    """Operator attributes (``axes`` of permute_dims, ...): a read-only mapping."""
+
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def __init__(self, fields: dict[str, Any] | None = None, *, span: Any = None):
+        object.__setattr__(self, "fields", dict(fields or {}))
+        object.__setattr__(self, "span", span)
+
+    def __getattr__(self, name: str) -> Any:
+        fields = self.__dict__.get("fields", {})
+        if name in fields:
+            return fields[name]
+        raise AttributeError(name)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.fields[key]
+
+    def keys(self):
+        return self.fields.keys()
+
+
+@dataclass(**_NODE)
+class Tuple(Expr):
+    fields: tuple[Expr, ...] = ()
+
+    def __init__(self, fields: Sequence[Any], *, span: Any = None):
+        fields = tuple(convert_to_expr(f) for f in fields)
+        object.__setattr__(self, "fields", fields)
+        sinfos = [f.struct_info_ for f in fields]
+        object.__setattr__(self, "struct_info_",
+                           TupleStructInfo(sinfos) if all(s is not None for s in sinfos) else None)
+        object.__setattr__(self, "span", span)
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def __getitem__(self, i: int) -> Expr:  # type: ignore[override]
+        return self.fields[i]
+
+
+@dataclass(**_NODE)
+class TupleGetItem(Expr):
+    tuple_value: Expr = None  # type: ignore[assignment]
+    index: int = 0
+
+
+@dataclass(**_NODE)
+class If(Expr):
+    """``if cond: ... else: ...`` with branch bodies as SeqExprs."""
+
+    cond: Expr = None  # type: ignore[assignment]
+    true_branch: Expr = None  # type: ignore[assignment]
+    false_branch: Expr = None  # type: ignore[assignment]
+
+
+# ----------------------------------------------------------------------------- bindings
+@dataclass(**_NODE)
+class Binding(Node):
+    var: Var = None  # type: ignore[assignment]
+
+
+@dataclass(**_NODE)
+class VarBinding(Binding):
+    """``var = value``."""
+
+    value: Expr = None  # type: ignore[assignment]
+
+
+@dataclass(**_NODE)
+class MatchCast(Binding):
+    """``var = R.match_cast(value, struct_info)``: check at run time, refine statically."""
+
+    value: Expr = None  # type: ignore[assignment]
+    struct_info: StructInfo = None  # type: ignore[assignment]
+
+
+@dataclass(**_NODE)
+class BindingBlock(Node):
+    bindings: tuple[Binding, ...] = ()
+
+    def __init__(self, bindings: Sequence[Binding], *, span: Any = None):
+        object.__setattr__(self, "bindings", tuple(bindings))
+        object.__setattr__(self, "span", span)
+
+
+@dataclass(**_NODE)
+class DataflowBlock(BindingBlock):
+    """A block of pure bindings (``with R.dataflow():``)."""
+
+    __init__ = BindingBlock.__init__
+
+
+@dataclass(**_NODE)
+class SeqExpr(Expr):
+    """Binding blocks followed by a result expression."""
+
+    blocks: tuple[BindingBlock, ...] = ()
+    body: Expr = None  # type: ignore[assignment]
+
+    def __init__(self, blocks: Sequence[BindingBlock], body: Expr, *, span: Any = None):
+        object.__setattr__(self, "blocks", tuple(blocks))
+        object.__setattr__(self, "body", body)
+        object.__setattr__(self, "struct_info_", body.struct_info_)
+        object.__setattr__(self, "span", span)
+
+
+@dataclass(**_NODE)
+class Function(BaseFunc, Expr):
+    """A relax function. ``attrs`` holds e.g. ``global_symbol`` and ``Primitive``."""
+
+    params: tuple[Var, ...] = ()
+    body: Expr = None  # type: ignore[assignment]
+    ret_struct_info: StructInfo = None  # type: ignore[assignment]
+    is_pure: bool = True
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    def __init__(self, params: Sequence[Var], body: Expr, ret_struct_info: StructInfo | None = None,
+                 is_pure: bool = True, attrs: dict[str, Any] | None = None, *, span: Any = None):
+        for p in params:
+            if not isinstance(p, Var):
+                raise IRError(f"relax.Function parameters must be relax.Var, got {type(p).__name__}")
+        if ret_struct_info is None:
+            ret_struct_info = body.struct_info_ if body.struct_info_ is not None else ObjectStructInfo()
+        object.__setattr__(self, "params", tuple(params))
+        object.__setattr__(self, "body", body)
+        object.__setattr__(self, "ret_struct_info", ret_struct_info)
+        object.__setattr__(self, "is_pure", bool(is_pure))
+        object.__setattr__(self, "attrs", dict(attrs or {}))
+        object.__setattr__(self, "span", span)
+        param_sinfo = [p.struct_info_ or ObjectStructInfo() for p in params]
+        object.__setattr__(self, "struct_info_",
+                           FuncStructInfo(param_sinfo, ret_struct_info, self.is_pure))
+
+
+def convert_to_expr(value: Any) -> Expr:
+    """Python values become relax expressions: tuples become Tuple, numbers PrimValue, ..."""
+    if isinstance(value, (Expr, GlobalVar)):
+        return value  # type: ignore[return-value]
+    if isinstance(value, PrimExpr) or isinstance(value, (int, float)) and not isinstance(value, bool):
+        return PrimValue(value)
+    if isinstance(value, str):
+        return StringImm(value)
+    if isinstance(value, (list, tuple)):
+        return Tuple([convert_to_expr(v) for v in value])
+    if isinstance(value, np.ndarray):
+        return Constant(value)
+    raise IRError(f"cannot use a {type(value).__name__} ({value!r}) as a relax expression")
+
+
+def const(value: Any, dtype: str | None = None) -> Constant:
+    """A constant tensor from a number, numpy array or NDArray (``relax.const``)."""
+    from mlckit.runtime.ndarray import NDArray
+
+    if isinstance(value, NDArray):
+        value = value.numpy()
+    arr = np.asarray(value)
+    if dtype is not None:
+        arr = arr.astype(dtype)
+    elif arr.dtype == np.float64 and not isinstance(value, np.ndarray):
+        arr = arr.astype("float32")
+    elif arr.dtype == np.int64 and not isinstance(value, np.ndarray):
+        arr = arr.astype("int32")
+    return Constant(arr)
+
+
+def _tuple_struct_info(sinfos: Sequence[StructInfo | None]) -> StructInfo | None:
+    return TupleStructInfo(sinfos) if all(s is not None for s in sinfos) else None  # type: ignore[arg-type]

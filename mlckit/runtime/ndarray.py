@@ -1,0 +1,84 @@
+"""NDArray: a tensor living on a device (here: host memory backed by numpy)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mlckit.errors import MLCError
+
+
+class Device:
+    """Where an NDArray lives: ``mlckit.cpu(0)`` or ``mlckit.cuda(0)``."""
+
+    def __init__(self, device_type: str = "cpu", device_id: int = 0):
+        self.device_type = device_type
+        self.device_id = device_id
+
+    def __repr__(self) -> str:
+        return f"{self.device_type}({self.device_id})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Device) and (self.device_type, self.device_id) == (
+            other.device_type, other.device_id)
+
+    def __hash__(self) -> int:
+        return hash((self.device_type, self.device_id))
+
+
+def cpu(device_id: int = 0) -> Device:
+    return Device("cpu", device_id)
+
+
+def cuda(device_id: int = 0) -> Device:
+    return Device("cuda", device_id)
+
+
+class NDArray:
+    """A tensor: ``.numpy()`` copies it out, ``.shape``/``.dtype`` describe it."""
+
+    def __init__(self, data: np.ndarray, device: Device | None = None):
+        self._data = data
+        self.device = device or cpu()
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._data.shape)
+
+    @property
+    def dtype(self) -> str:
+        return self._data.dtype.name
+
+    def numpy(self) -> np.ndarray:
+        return self._data.copy()
+
+    def asnumpy(self) -> np.ndarray:
+        return self.numpy()
+
+    def copyfrom(self, source: Any) -> "NDArray":
+        src = source.numpy() if isinstance(source, NDArray) else np.asarray(source)
+        if src.shape != self._data.shape:
+            raise MLCError(f"copyfrom: shape {src.shape} does not match {self._data.shape}")
+        self._data[...] = src
+        return self
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def __repr__(self) -> str:
+        return f"<mlckit.nd.NDArray shape={self.shape}, {self.device}>\n{self._data!r}"
+
+
+def array(data: Any, device: Device | None = None, dtype: Any = None) -> NDArray:
+    """Copy an array-like (numpy, list, torch CPU tensor) into a new NDArray."""
+    if isinstance(data, NDArray):
+        data = data.numpy()
+    arr = np.array(data, dtype=dtype, copy=True)
+    if arr.dtype == np.float64 and dtype is None and not isinstance(data, np.ndarray):
+        arr = arr.astype(np.float32)
+    return NDArray(np.ascontiguousarray(arr), device)
+
+
+def empty(shape: Any, dtype: str = "float32", device: Device | None = None) -> NDArray:
+    return NDArray(np.empty(tuple(shape), dtype=dtype), device)
