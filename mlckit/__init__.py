@@ -1,6 +1,13 @@
-"""mlckit: a teaching-first machine-learning compiler (Relax + TensorIR, TVM's names)."""
+"""mlckit: a teaching-first machine-learning compiler (Relax + TensorIR, TVM's names).
 
-from . import ir, runtime, tir
+``import mlckit as tvm`` gives the course's API. Subpackages load on first use, so importing a
+stage never imports the stages after it (``import mlckit.tir`` leaves relax unloaded).
+"""
+
+import importlib
+from typing import Any
+
+from . import errors, ir, runtime
 from .errors import (
     BuildError,
     MLCError,
@@ -16,6 +23,27 @@ from .runtime import cpu, cuda
 
 __version__ = "0.1.0"
 
+# Subpackages imported lazily by attribute access (``mlckit.relax``), and TVM-name aliases.
+_LAZY_SUBMODULES = {
+    "arith": "mlckit.arith",
+    "tir": "mlckit.tir",
+    "tirx": "mlckit.tir",
+    "relax": "mlckit.relax",
+    "script": "mlckit.script",
+    "datasets": "mlckit.datasets",
+    "nd": "mlckit.runtime",
+}
+
+
+def __getattr__(name: str) -> Any:
+    target = _LAZY_SUBMODULES.get(name)
+    if target is None:
+        raise AttributeError(f"module 'mlckit' has no attribute {name!r}")
+    module = importlib.import_module(target)
+    globals()[name] = module
+    return module
+
+
 __all__ = [
     "BuildError",
     "IRModule",
@@ -28,7 +56,7 @@ __all__ = [
     "WellFormedError",
     "cpu",
     "cuda",
+    "errors",
     "ir",
     "runtime",
-    "tir",
 ]

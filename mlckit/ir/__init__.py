@@ -1,6 +1,6 @@
 """IR core: nodes, modules, operators and structural comparison; no dialect lives here."""
 
-from . import dtype
+from . import dtype, transform
 from .module import BaseFunc, GlobalVar, IRModule
 from .node import Node, Span
 from .op import Op, register_op, register_op_attr
@@ -19,4 +19,5 @@ __all__ = [
     "register_op_attr",
     "structural_equal",
     "structural_hash",
+    "transform",
 ]
