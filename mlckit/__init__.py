@@ -19,7 +19,7 @@ from .errors import (
     WellFormedError,
 )
 from .ir import IRModule
-from .runtime import cpu, cuda
+from .runtime import cpu, cuda, get_global_func, register_func, register_global_func
 
 __version__ = "0.1.0"
 
@@ -57,6 +57,9 @@ __all__ = [
     "cpu",
     "cuda",
     "errors",
+    "get_global_func",
+    "register_func",
+    "register_global_func",
     "ir",
     "runtime",
 ]
