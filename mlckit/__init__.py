@@ -32,10 +32,20 @@ _LAZY_SUBMODULES = {
     "script": "mlckit.script",
     "datasets": "mlckit.datasets",
     "nd": "mlckit.runtime",
+    "target": "mlckit.target",
+    "backend": "mlckit.backend",
 }
 
 
+# Functions whose modules load on first use.
+_LAZY_FUNCTIONS = {"build": "mlckit.driver", "compile": "mlckit.driver", "Target": "mlckit.target"}
+
+
 def __getattr__(name: str) -> Any:
+    if name in _LAZY_FUNCTIONS:
+        value = getattr(importlib.import_module(_LAZY_FUNCTIONS[name]), name)
+        globals()[name] = value
+        return value
     target = _LAZY_SUBMODULES.get(name)
     if target is None:
         raise AttributeError(f"module 'mlckit' has no attribute {name!r}")
@@ -58,8 +68,8 @@ __all__ = [
     "cuda",
     "errors",
     "get_global_func",
+    "ir",
     "register_func",
     "register_global_func",
-    "ir",
     "runtime",
 ]

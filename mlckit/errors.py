@@ -57,13 +57,13 @@ class IRError(MLCError):
 
 
 __all__ = [
+    "BuildError",
+    "IRError",
     "MLCError",
     "ParseError",
-    "StructInfoError",
-    "WellFormedError",
-    "StructuralMismatchError",
     "ScheduleError",
-    "BuildError",
+    "StructInfoError",
+    "StructuralMismatchError",
     "VMError",
-    "IRError",
+    "WellFormedError",
 ]

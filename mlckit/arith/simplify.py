@@ -1,17 +1,253 @@
-"""Placeholder: constant folding only (replaced by the canonical simplifier)."""
+"""The Analyzer: what is known about variables, and the questions it can answer.
+
+Mirrors TVM's ``tvm.arith.Analyzer``::
+
+    ana = Analyzer()
+    ana.bind(j, Range(0, 4))             # 0 <= j < 4
+    ana.simplify((i * 4 + j) // 4)       # i
+    ana.can_prove(j < 4)                 # True
+    ana.const_int_bound(j * 2 + 1)       # ConstIntBound(min_value=1, max_value=7)
+    ana.int_set(i * 4 + j, {i: Range(0, n), j: Range(0, 4)})   # [0, n * 4 - 1]
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
+from mlckit.ir.dtype import is_int
+from mlckit.tir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    And,
+    Cast,
+    IntImm,
+    PrimExpr,
+    Range,
+    Var,
+    convert,
+)
 
-def simplify(expr: Any) -> Any:
-    return expr
+from .canonical import KeyCache
+from .const_int_bound import BoundEvaluator, ConstIntBound, Interval, dtype_interval, intersect
+from .errors import ArithError
+from .int_set import IntervalSet, IntSetEvaluator, normalize_dom_map
+from .rewrite import Rewriter
+
+_MAX_ROUNDS = 4
 
 
 class Analyzer:
-    def simplify(self, expr: Any) -> Any:
-        return simplify(expr)
+    """Simplifies integer expressions and proves facts about them, given variable bounds.
+
+    Facts come from :meth:`bind` (a variable equals an expression, or ranges over a Range),
+    :meth:`update` (constant bounds) and :meth:`constraint_scope` (a condition known to hold
+    inside a ``with`` block).
+    """
+
+    def __init__(self) -> None:
+        self._const: dict[int, tuple[Var, Interval]] = {}
+        self._ranges: dict[int, tuple[Var, IntervalSet]] = {}
+        self._subst: dict[int, tuple[Var, PrimExpr]] = {}
+        self._proving = False
+
+    # ------------------------------------------------------------------ facts
+    def bind(self, var: Var, value: Any, allow_override: bool = False) -> None:
+        """Bind ``var`` to an expression (it *is* that value) or to a Range (it lies in it).
+
+        Binding a bound variable again to something different needs ``allow_override``.
+        """
+        if isinstance(value, Range) and isinstance(value.extent, IntImm) \
+                and value.extent.value == 1:
+            value = value.min
+        if isinstance(value, Range):
+            dom = IntervalSet.from_range(value, self)
+            lo = self.const_int_bound(dom.min_value).to_interval()[0]
+            hi = self.const_int_bound(dom.max_value).to_interval()[1]
+            self._check_rebind(var, (dom.min_value, dom.max_value), allow_override)
+            self._const[id(var)] = (var, (lo, hi))
+            self._ranges[id(var)] = (var, dom)
+            return
+        expr = self.simplify(convert(value, var.dtype))
+        if expr.dtype != var.dtype:
+            expr = Cast(var.dtype, expr)
+        self._check_rebind(var, (expr,), allow_override)
+        self._subst[id(var)] = (var, expr)
+
+    def _check_rebind(self, var: Var, new: tuple[PrimExpr, ...], allow_override: bool) -> None:
+        if id(var) in self._subst:
+            old: tuple[PrimExpr, ...] | None = (self._subst[id(var)][1],)
+        elif id(var) in self._ranges:
+            dom = self._ranges[id(var)][1]
+            old = (dom.min_value, dom.max_value)
+        else:
+            old = None
+        if old is not None and not allow_override:
+            keys = KeyCache()
+            if len(old) != len(new) or any(keys.key(a) != keys.key(b) for a, b in zip(old, new)):
+                raise ArithError(
+                    f"variable {var.name_hint} is already bound to something else; pass "
+                    "allow_override=True to rebind it"
+                )
+        self._subst.pop(id(var), None)
+        self._ranges.pop(id(var), None)
+        self._const.pop(id(var), None)
+
+    def update(self, var: Var, info: ConstIntBound, override: bool = False) -> None:
+        """Record ``info.min_value <= var <= info.max_value`` (intersected unless override)."""
+        new = info.to_interval()
+        if not override and id(var) in self._const:
+            new = intersect(self._const[id(var)][1], new)
+        self._const[id(var)] = (var, new)
+
+    @contextmanager
+    def constraint_scope(self, constraint: PrimExpr) -> Iterator[None]:
+        """Within the ``with`` block, assume ``constraint`` (e.g. ``i < n``) holds."""
+        saved = dict(self._const), dict(self._ranges)
+        for cond in _conjuncts(self.simplify(constraint)):
+            self._assume(cond)
+        try:
+            yield
+        finally:
+            self._const, self._ranges = saved
+
+    def _assume(self, cond: PrimExpr) -> None:
+        if not isinstance(cond, (LT, LE, GT, GE, EQ)):
+            return
+        a, b, op = cond.a, cond.b, type(cond)
+        if not isinstance(a, Var):
+            if not isinstance(b, Var):
+                return
+            a, b, op = b, a, {LT: GT, LE: GE, GT: LT, GE: LE, EQ: EQ}[op]
+        if not is_int(a.dtype):
+            return
+        upper = {LT: b - 1, LE: b, EQ: b}.get(op)
+        lower = {GT: b + 1, GE: b, EQ: b}.get(op)
+        lo, hi = self.var_interval(a)
+        _, dom = self._ranges.get(id(a), (a, IntervalSet.everything()))
+        if upper is not None:
+            upper = self.simplify(upper)
+            hi = min(hi, self.const_int_bound(upper).to_interval()[1])
+            dom = IntervalSet(dom.min_value, upper)
+        if lower is not None:
+            lower = self.simplify(lower)
+            lo = max(lo, self.const_int_bound(lower).to_interval()[0])
+            dom = IntervalSet(lower, dom.max_value)
+        self._const[id(a)] = (a, (lo, hi))
+        self._ranges[id(a)] = (a, dom)
+
+    # ------------------------------------------------------------------ what rewriters ask
+    def var_interval(self, var: Var) -> Interval:
+        """The constant bounds known for ``var`` (its dtype's range when nothing is known)."""
+        known = self._const.get(id(var))
+        return known[1] if known is not None else dtype_interval(var.dtype)
+
+    def substitution(self, var: Var) -> PrimExpr | None:
+        known = self._subst.get(id(var))
+        return None if known is None else known[1]
+
+    def has_symbolic_ranges(self) -> bool:
+        return bool(self._ranges) and not self._proving
+
+    def symbolic_interval(self, expr: PrimExpr) -> Interval | None:
+        """Constant bounds of ``expr`` after relaxing the variables with symbolic ranges.
+
+        ``i - n`` with ``i`` in ``[0, n)`` relaxes to ``[-n, -1]``, whose upper bound is a
+        constant although neither ``i`` nor ``n`` has one.
+        """
+        if self._proving:
+            return None
+        self._proving = True
+        try:
+            everything = IntSetEvaluator(self, dict(self._ranges))
+            if not everything.depends(expr):
+                return None
+            # Relaxing all variables at once loses their correlation (``x < n`` given
+            # ``n > x``), relaxing one at a time keeps it; every answer is sound, so keep
+            # the tightest.
+            evaluators = [everything] + [
+                IntSetEvaluator(self, {key: entry}) for key, entry in self._ranges.items()
+            ]
+            lo, hi = -float("inf"), float("inf")
+            for evaluator in evaluators:
+                if not evaluator.depends(expr):
+                    continue
+                s = evaluator(expr)
+                if s.min_value is not None:
+                    lo = max(lo, self.const_int_bound(s.min_value).to_interval()[0])
+                if s.max_value is not None:
+                    hi = min(hi, self.const_int_bound(s.max_value).to_interval()[1])
+            return lo, hi
+        finally:
+            self._proving = False
+
+    def bound_over(self, expr: PrimExpr, overrides: Mapping[int, Interval]) -> Interval:
+        """Constant bounds of ``expr`` when the variables keyed by id in overrides range there."""
+
+        def var_bound(var: Var) -> Interval:
+            return overrides[id(var)] if id(var) in overrides else self.var_interval(var)
+
+        return BoundEvaluator(var_bound)(self.simplify(expr))
+
+    # ------------------------------------------------------------------ questions
+    def simplify(self, expr: Any, steps: int = 2) -> PrimExpr:
+        """The canonical simplified form of ``expr`` (the same object when nothing changes).
+
+        ``steps`` is accepted for TVM compatibility: simplification always runs to its fixed
+        point, so that simplifying a result again returns that very result.
+        """
+        expr = convert(expr)
+        # Terms are ordered by first appearance, and the output's appearance order can differ
+        # from the input's (``(x + y) * z`` -> ``x * z + y * z`` meets z before y); another
+        # round settles it.
+        for _ in range(_MAX_ROUNDS):
+            result = Rewriter(self).visit(expr)
+            if result is expr:
+                break
+            expr = result
+        return expr
+
+    canonical_simplify = simplify
+    rewrite_simplify = simplify
+
+    def const_int_bound(self, expr: Any) -> ConstIntBound:
+        """Constant lower and upper bounds of an integer expression."""
+        expr = self.simplify(expr)
+        return ConstIntBound.from_interval(BoundEvaluator(self.var_interval)(expr))
+
+    def int_set(self, expr: Any, dom_map: Mapping[Var, Any] | None = None) -> IntervalSet:
+        """The (symbolic) interval ``expr`` covers when the vars of dom_map range over it.
+
+        dom_map values are Ranges or IntervalSets; variables not in it stay symbolic.
+        """
+        return IntSetEvaluator(self, normalize_dom_map(dom_map, self))(convert(expr))
+
+    def can_prove(self, cond: Any) -> bool:
+        """Whether ``cond`` holds for every value the known facts allow."""
+        result = self.simplify(cond)
+        return isinstance(result, IntImm) and bool(result.value)
 
     def can_prove_equal(self, a: Any, b: Any) -> bool:
-        return False
+        a, b = convert(a), convert(b)
+        if a is b:
+            return True
+        if is_int(a.dtype) and is_int(b.dtype):
+            diff = self.simplify(a - b)
+            return isinstance(diff, IntImm) and diff.value == 0
+        rewriter = Rewriter(self)
+        return rewriter.keys.key(rewriter.visit(a)) == rewriter.keys.key(rewriter.visit(b))
+
+
+def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:
+    if isinstance(cond, And):
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    return [cond]
+
+
+def simplify(expr: Any) -> PrimExpr:
+    """Simplify ``expr`` knowing nothing about its variables (see :class:`Analyzer`)."""
+    return Analyzer().simplify(expr)

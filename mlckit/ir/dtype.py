@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+
 import numpy as np
 
 from mlckit.errors import IRError
@@ -18,7 +20,9 @@ def check_dtype(dtype: object, what: str = "dtype") -> str:
     if isinstance(dtype, np.dtype) or (isinstance(dtype, type) and issubclass(dtype, np.generic)):
         dtype = np.dtype(dtype).name
     if not isinstance(dtype, str) or dtype not in ALL_DTYPES:
-        raise IRError(f"unknown {what} {dtype!r}; expected one of {', '.join(SCALAR_DTYPES)}")
+        close = difflib.get_close_matches(dtype, ALL_DTYPES, n=1) if isinstance(dtype, str) else []
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise IRError(f"unknown {what} {dtype!r}; {hint}expected one of {', '.join(SCALAR_DTYPES)}")
     return dtype
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -71,11 +72,11 @@ class Node:
     def __repr__(self) -> str:
         try:
             text = self.script()
-        except Exception:  # noqa: BLE001 - repr must never fail
+        except Exception:
             return f"<{type(self).__module__}.{type(self).__name__} at {id(self):#x}>"
         return text
 
-    def _repr_mimebundle_(self, include=None, exclude=None):  # noqa: ANN001
+    def _repr_mimebundle_(self, include=None, exclude=None):
         try:
             import mlckit.viz as viz
         except ImportError:

@@ -7,8 +7,9 @@ such as the struct-info inference function; the registry itself knows no dialect
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from mlckit.errors import MLCError
 

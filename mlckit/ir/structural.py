@@ -25,10 +25,12 @@ from .node import Node
 
 
 class _Mismatch(Exception):
-    def __init__(self, path: str, lhs: Any, rhs: Any, lhs_node: Any, rhs_node: Any, reason: str):
+    def __init__(self, path: str, lhs: Any, rhs: Any, reason: str,
+                 ancestors: list[tuple[Any, Any]]):
         super().__init__(reason)
-        self.path, self.lhs, self.rhs = path, lhs, rhs
-        self.lhs_node, self.rhs_node, self.reason = lhs_node, rhs_node, reason
+        self.path, self.lhs, self.rhs, self.reason = path, lhs, rhs, reason
+        # The enclosing (lhs, rhs) node pairs, outermost first.
+        self.ancestors = ancestors
 
 
 class _EqualChecker:
@@ -36,6 +38,10 @@ class _EqualChecker:
         self.lhs_to_rhs: dict[int, Any] = {}
         self.rhs_to_lhs: dict[int, Any] = {}
         self.keepalive: list[Any] = []
+        self.stack: list[tuple[Any, Any]] = []
+
+    def _fail(self, path: str, lhs: Any, rhs: Any, reason: str) -> _Mismatch:
+        return _Mismatch(path, lhs, rhs, reason, list(self.stack))
 
     def check(self, lhs: Any, rhs: Any, path: str, lhs_node: Any, rhs_node: Any) -> None:
         if lhs is rhs and not isinstance(lhs, Node):
@@ -44,58 +50,53 @@ class _EqualChecker:
             self._check_node(lhs, rhs, path, lhs_node, rhs_node)
             return
         if type(lhs) is not type(rhs) and not (_is_number(lhs) and _is_number(rhs)):
-            raise _Mismatch(path, lhs, rhs, lhs_node, rhs_node,
-                            f"{type(lhs).__name__} vs {type(rhs).__name__}")
+            raise self._fail(path, lhs, rhs, f"{type(lhs).__name__} vs {type(rhs).__name__}")
         if isinstance(lhs, (list, tuple)):
             if len(lhs) != len(rhs):
-                raise _Mismatch(path, lhs, rhs, lhs_node, rhs_node,
-                                f"{len(lhs)} elements vs {len(rhs)} elements")
+                raise self._fail(path, lhs, rhs, f"{len(lhs)} elements vs {len(rhs)} elements")
             for i, (a, b) in enumerate(zip(lhs, rhs)):
                 self.check(a, b, f"{path}[{i}]", lhs_node, rhs_node)
         elif isinstance(lhs, dict):
             if set(lhs) != set(rhs):
                 only_l = sorted(map(str, set(lhs) - set(rhs)))
                 only_r = sorted(map(str, set(rhs) - set(lhs)))
-                raise _Mismatch(path, lhs, rhs, lhs_node, rhs_node,
-                                f"keys differ: only left {only_l}, only right {only_r}")
+                raise self._fail(path, lhs, rhs, f"keys differ: only left {only_l}, only right {only_r}")
             for key in sorted(lhs, key=str):
                 self.check(lhs[key], rhs[key], f"{path}[{key!r}]", lhs_node, rhs_node)
         elif isinstance(lhs, np.ndarray):
             if lhs.shape != rhs.shape or lhs.dtype != rhs.dtype or not np.array_equal(
                 lhs, rhs, equal_nan=lhs.dtype.kind == "f"
             ):
-                raise _Mismatch(path, lhs, rhs, lhs_node, rhs_node, "array contents differ")
+                raise self._fail(path, lhs, rhs, "array contents differ")
         elif isinstance(lhs, float) or isinstance(rhs, float):
             if not (lhs == rhs or (math.isnan(lhs) and math.isnan(rhs))):
-                raise _Mismatch(path, lhs, rhs, lhs_node, rhs_node, f"{lhs!r} vs {rhs!r}")
+                raise self._fail(path, lhs, rhs, f"{lhs!r} vs {rhs!r}")
         elif lhs != rhs:
-            raise _Mismatch(path, lhs, rhs, lhs_node, rhs_node, f"{lhs!r} vs {rhs!r}")
+            raise self._fail(path, lhs, rhs, f"{lhs!r} vs {rhs!r}")
 
     def _check_node(self, lhs: Any, rhs: Any, path: str, lhs_node: Any, rhs_node: Any) -> None:
         if type(lhs) is not type(rhs):
-            raise _Mismatch(path, lhs, rhs, lhs, rhs,
-                            f"{type(lhs).__name__} vs {type(rhs).__name__}")
+            raise self._fail(path, lhs, rhs, f"{type(lhs).__name__} vs {type(rhs).__name__}")
         if isinstance(lhs, GlobalVar):
             if lhs.name_hint != rhs.name_hint:
-                raise _Mismatch(path, lhs, rhs, lhs, rhs,
-                                f"global {lhs.name_hint!r} vs {rhs.name_hint!r}")
+                raise self._fail(path, lhs, rhs, f"global {lhs.name_hint!r} vs {rhs.name_hint!r}")
             return
         if lhs._binds_like_var:
             mapped = self.lhs_to_rhs.get(id(lhs))
             if mapped is not None:
                 if mapped is not rhs:
-                    raise _Mismatch(path, lhs, rhs, lhs, rhs,
-                                    "the two sides use different variables here")
+                    raise self._fail(path, lhs, rhs, "the two sides use different variables here")
                 return
             if id(rhs) in self.rhs_to_lhs:
-                raise _Mismatch(path, lhs, rhs, lhs, rhs,
-                                "the right side reuses a variable the left side does not")
+                raise self._fail(path, lhs, rhs, "the right side reuses a variable the left side does not")
             self.lhs_to_rhs[id(lhs)] = rhs
             self.rhs_to_lhs[id(rhs)] = lhs
             self.keepalive.append((lhs, rhs))
         rhs_fields = dict(rhs.structural_fields())
+        self.stack.append((lhs, rhs))
         for name, value in lhs.structural_fields():
             self.check(value, rhs_fields[name], f"{path}.{name}", lhs, rhs)
+        self.stack.pop()
 
 
 def _is_number(x: Any) -> bool:
@@ -123,22 +124,24 @@ def _show(value: Any) -> str:
     if isinstance(value, Node):
         try:
             return value.script()
-        except Exception:  # noqa: BLE001 - a half-built node may not print
+        except Exception:
             return object.__repr__(value)
     return repr(value)
 
 
 def _describe(err: _Mismatch) -> str:
     lines = [f"structural mismatch at {err.path}: {err.reason}"]
-    if err.lhs_node is not None and not (err.lhs_node is err.lhs):
-        lines.append(f"in the {type(err.lhs_node).__name__} on the left:")
-        lines.append(_indent(_show(err.lhs_node)))
-        lines.append("and on the right:")
-        lines.append(_indent(_show(err.rhs_node)))
-    lines.append("left:")
-    lines.append(_indent(_show(err.lhs)))
-    lines.append("right:")
-    lines.append(_indent(_show(err.rhs)))
+    # Show the innermost differing node and the node around it, as TVMScript.
+    nodes = [pair for pair in err.ancestors if pair[0] is not err.lhs]
+    if isinstance(err.lhs, Node):
+        nodes.append((err.lhs, err.rhs))
+    for lhs, rhs in nodes[-2:]:
+        lines.append(f"{type(lhs).__name__} on the left:")
+        lines.append(_indent(_show(lhs)))
+        lines.append("on the right:")
+        lines.append(_indent(_show(rhs)))
+    if not isinstance(err.lhs, Node):
+        lines.append(f"differing value: {err.lhs!r} vs {err.rhs!r}")
     return "\n".join(lines)
 
 

@@ -7,10 +7,10 @@ disabled passes, configuration and the instruments that observe every pass run.
 
 from __future__ import annotations
 
-import functools
 import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from mlckit.errors import MLCError
 

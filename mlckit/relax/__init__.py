@@ -2,6 +2,8 @@
 
 from mlckit.ir.module import GlobalVar
 
+from . import analysis, expr_functor, op, utils
+from .block_builder import BlockBuilder
 from .expr import (
     Attrs,
     Binding,
@@ -26,6 +28,15 @@ from .expr import (
     VarBinding,
     const,
 )
+from .expr_functor import (
+    ExprFunctor,
+    ExprMutator,
+    ExprVisitor,
+    PyExprMutator,
+    PyExprVisitor,
+)
+from .normalize import normalize
+from .op.base import call_dps_packed, call_pure_packed, call_tir
 from .struct_info import (
     FuncStructInfo,
     ObjectStructInfo,
@@ -35,5 +46,6 @@ from .struct_info import (
     TensorStructInfo,
     TupleStructInfo,
 )
+from .ty import DynTensorType
 
 __all__ = [name for name in dir() if not name.startswith("_")]

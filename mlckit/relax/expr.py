@@ -6,8 +6,9 @@ the TVMScript parser); ``expr.struct_info`` reads it and says so when it is miss
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -385,7 +386,7 @@ def convert_to_expr(value: Any) -> Expr:
     """Python values become relax expressions: tuples become Tuple, numbers PrimValue, ..."""
     if isinstance(value, (Expr, GlobalVar)):
         return value  # type: ignore[return-value]
-    if isinstance(value, PrimExpr) or isinstance(value, (int, float)) and not isinstance(value, bool):
+    if isinstance(value, PrimExpr) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
         return PrimValue(value)
     if isinstance(value, str):
         return StringImm(value)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from mlckit.errors import IRError
 from mlckit.ir.dtype import check_dtype
@@ -142,7 +143,7 @@ def _as_dim(value: Any) -> PrimExpr:
                 return IntImm("int64", value.value)
             return Cast("int64", value)
         raise IRError(f"a shape dimension must be an integer, got dtype {value.dtype}")
-    if isinstance(value, bool) or not isinstance(value, int) and not hasattr(value, "__index__"):
+    if isinstance(value, bool) or (not isinstance(value, int) and not hasattr(value, "__index__")):
         raise IRError(f"a shape dimension must be an integer, got {value!r}")
     return convert(int(value), "int64")
 

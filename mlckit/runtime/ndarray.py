@@ -77,7 +77,8 @@ def array(data: Any, device: Device | None = None, dtype: Any = None) -> NDArray
     arr = np.array(data, dtype=dtype, copy=True)
     if arr.dtype == np.float64 and dtype is None and not isinstance(data, np.ndarray):
         arr = arr.astype(np.float32)
-    return NDArray(np.ascontiguousarray(arr), device)
+    # np.ascontiguousarray would turn a 0-d array (a scalar tensor) into shape (1,).
+    return NDArray(np.asarray(arr, order="C"), device)
 
 
 def empty(shape: Any, dtype: str = "float32", device: Device | None = None) -> NDArray:

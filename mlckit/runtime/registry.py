@@ -4,7 +4,8 @@ callable from compiled programs (``R.call_dps_packed("env.linear", ...)``)."""
 from __future__ import annotations
 
 import difflib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mlckit.errors import MLCError
 

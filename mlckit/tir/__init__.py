@@ -2,7 +2,7 @@
 
 from mlckit.ir import assert_structural_equal, structural_equal
 
-from . import op
+from . import analysis, op, stmt_functor
 from .buffer import Buffer, BufferRegion, MatchBufferRegion, decl_buffer
 from .expr import (
     EQ,

@@ -6,8 +6,9 @@ As in TVM, ``i + 1`` builds an ``Add`` node, ``x < n`` an ``LT`` node. ``a == b`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -527,16 +528,16 @@ def _match_types(a: PrimExpr, b: PrimExpr, what: str) -> tuple[PrimExpr, PrimExp
         return a, b
     # A literal adopts the other side's type.
     if isinstance(b, (IntImm, FloatImm)) and not isinstance(a, (IntImm, FloatImm)):
-        if is_int(a.dtype) and isinstance(b, IntImm) or is_float(a.dtype):
+        if (is_int(a.dtype) and isinstance(b, IntImm)) or is_float(a.dtype):
             return a, make_const(b.value, a.dtype)
     if isinstance(a, (IntImm, FloatImm)) and not isinstance(b, (IntImm, FloatImm)):
-        if is_int(b.dtype) and isinstance(a, IntImm) or is_float(b.dtype):
+        if (is_int(b.dtype) and isinstance(a, IntImm)) or is_float(b.dtype):
             return make_const(a.value, b.dtype), b
     if is_float(a.dtype) and not is_float(b.dtype):
         return a, Cast(a.dtype, b)
     if is_float(b.dtype) and not is_float(a.dtype):
         return Cast(b.dtype, a), b
-    if is_float(a.dtype) and is_float(b.dtype) or is_int(a.dtype) and is_int(b.dtype):
+    if (is_float(a.dtype) and is_float(b.dtype)) or (is_int(a.dtype) and is_int(b.dtype)):
         if bits(a.dtype) < bits(b.dtype):
             return Cast(b.dtype, a), b
         return a, Cast(a.dtype, b)

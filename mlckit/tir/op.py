@@ -57,27 +57,27 @@ sin = _unary("sin")
 cos = _unary("cos")
 floor = _unary("floor")
 ceil = _unary("ceil")
-round = _unary("round")  # noqa: A001 - TVM's name
+round = _unary("round")
 rsqrt = _unary("rsqrt")
 fabs = _unary("fabs")
 
 
-def abs(x: Any) -> PrimExpr:  # noqa: A001 - TVM's name
+def abs(x: Any) -> PrimExpr:
     x = convert(x)
     return Call(x.dtype, "tir.abs", [x])
 
 
-def pow(x: Any, y: Any) -> PrimExpr:  # noqa: A001 - TVM's name
+def pow(x: Any, y: Any) -> PrimExpr:
     x, y = _match_types(convert(x), convert(y), "pow")
     return Call(x.dtype, "tir.pow", [x, y])
 
 
-def max(a: Any, b: Any) -> PrimExpr:  # noqa: A001 - TVM's name
+def max(a: Any, b: Any) -> PrimExpr:
     a = convert(a, b.dtype if isinstance(b, PrimExpr) else None)
     return Max(a, convert(b, a.dtype))
 
 
-def min(a: Any, b: Any) -> PrimExpr:  # noqa: A001 - TVM's name
+def min(a: Any, b: Any) -> PrimExpr:
     a = convert(a, b.dtype if isinstance(b, PrimExpr) else None)
     return Min(a, convert(b, a.dtype))
 

@@ -4,7 +4,7 @@ import pytest
 
 from mlckit.errors import MLCError
 from mlckit.ir import IRModule, transform
-from mlckit.tir import PrimFunc, Evaluate
+from mlckit.tir import Evaluate, PrimFunc
 
 
 def _module() -> IRModule:

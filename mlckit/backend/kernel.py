@@ -1,0 +1,192 @@
+"""Compile generated kernel source for a target, with an on-disk cache.
+
+Each PrimFunc becomes one small Python module: imports, any helpers, and the function. For
+the ``llvm`` target the function carries ``@njit("<signature>", cache=True)``: the explicit
+signature compiles it when the module is imported (so typing problems surface at build time),
+and because the source is a real file named by its hash, numba's own cache lets a later
+process load the machine code instead of compiling it again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import linecache
+import os
+import sys
+import tempfile
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mlckit.errors import BuildError
+from mlckit.target import Target
+from mlckit.tir.function import PrimFunc
+
+from .codegen import HELPER_DEPENDENCIES, HELPER_SOURCE, GeneratedFunction, generate_function
+
+CODEGEN_VERSION = "1"
+
+_NUMBA_DTYPES = {"bool": "boolean"}
+
+
+@dataclass
+class Kernel:
+    """A compiled PrimFunc: call it with numpy arrays in destination-passing style."""
+
+    name: str
+    source: str
+    target: Target
+    func: Callable[..., Any]
+    generated: GeneratedFunction
+    cache_path: Path | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        return self.func(*args)
+
+
+def cache_dir() -> Path:
+    """Where compiled kernels live: ``$MLCKIT_CACHE_DIR``, else the user cache folder."""
+    override = os.environ.get("MLCKIT_CACHE_DIR")
+    if override:
+        return Path(override)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mlckit"
+
+
+def _numba_signature(func: PrimFunc) -> str:
+    parts = []
+    for param in func.params:
+        buffer = func.buffer_map.get(param)
+        if buffer is None:
+            parts.append(_NUMBA_DTYPES.get(param.dtype, param.dtype))
+            continue
+        elem = _NUMBA_DTYPES.get(buffer.dtype, buffer.dtype)
+        ndim = len(buffer.shape)
+        if ndim == 0:
+            parts.append(f'Array({elem}, 0, "C")')
+        else:
+            parts.append(f"{elem}[{', '.join([':'] * (ndim - 1) + ['::1'])}]")
+    return f"void({', '.join(parts)})"
+
+
+def _helpers_needed(generated: GeneratedFunction) -> list[str]:
+    needed = set(generated.helpers)
+    for name in list(needed):
+        needed |= HELPER_DEPENDENCIES.get(name, set())
+    return sorted(needed, key=list(HELPER_SOURCE).index)
+
+
+def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, GeneratedFunction]:
+    """The complete module text of one kernel for ``target``."""
+    jit = target.kind == "llvm"
+    generated = generate_function(func, name, parallel=jit)
+    lines = [f"# mlckit kernel {name!r} for target {target.kind}", "import math", "",
+             "import numpy as np"]
+    if jit:
+        lines.append("from numba import njit, prange")
+    else:
+        lines.append("prange = range")
+    lines.append("")
+    for helper in _helpers_needed(generated):
+        if jit:
+            lines.append("@njit(cache=True)")
+        lines.append(HELPER_SOURCE[helper])
+    if jit:
+        options = ["cache=True"]
+        if generated.uses_prange:
+            options.append("parallel=True")
+        if func.attrs.get("fastmath"):
+            options.append("fastmath=True")
+        lines.append(f'@njit("{_numba_signature(func)}", {", ".join(options)})')
+    lines.append(generated.source)
+    return "\n".join(lines), generated
+
+
+def compile_kernel(func: PrimFunc, name: str, target: Target) -> Kernel:
+    source, generated = kernel_source(func, name, target)
+    if target.kind == "python":
+        return Kernel(name, source, target, _exec_in_memory(source, name), generated)
+    if target.kind != "llvm":
+        raise BuildError(f"target {target} cannot compile TensorIR yet")
+    path = _cached_file(source, target)
+    module = _import_kernel_module(path, name)
+    return Kernel(name, source, target, getattr(module, name), generated, path)
+
+
+def _exec_in_memory(source: str, name: str) -> Callable[..., Any]:
+    filename = f"<mlckit kernel {name}>"
+    # Registered with linecache so tracebacks from the reference interpreter show the code.
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict[str, Any] = {}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace[name]
+
+
+def _cache_key(source: str, target: Target) -> str:
+    import numba
+
+    text = "\n".join([CODEGEN_VERSION, target.kind, numba.__version__, sys.version, source])
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _cached_file(source: str, target: Target) -> Path:
+    """The kernel's source file in the cache, (re)written when missing or not byte-identical."""
+    directory = cache_dir() / "kernels"
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"k{_cache_key(source, target)}.py"
+    try:
+        current = path.read_text()
+    except (OSError, UnicodeDecodeError):
+        current = None
+    if current != source:
+        # Write to a temporary file and rename, so a concurrent reader never sees half a file.
+        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        with os.fdopen(fd, "w") as handle:
+            handle.write(source)
+        os.replace(tmp, path)
+        _drop_numba_cache(path)
+    return path
+
+
+def _drop_numba_cache(path: Path) -> None:
+    pycache = path.parent / "__pycache__"
+    for stale in pycache.glob(f"{path.stem}.*"):
+        stale.unlink(missing_ok=True)
+
+
+def _import_kernel_module(path: Path, name: str) -> types.ModuleType:
+    module_name = f"mlckit_kernel_{path.stem}"
+    loaded = sys.modules.get(module_name)
+    if loaded is not None:
+        return loaded
+    for attempt in range(2):
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise BuildError(f"cannot import the kernel file {path}")
+        module = importlib.util.module_from_spec(spec)
+        # numba's cache re-imports the module by name when it loads a parallel kernel, so the
+        # module must be registered before it runs.
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as err:
+            del sys.modules[module_name]
+            if attempt == 0 and _looks_like_cache_problem(err):
+                # A damaged numba cache entry: drop it and compile afresh once.
+                _drop_numba_cache(path)
+                continue
+            raise BuildError(
+                f"numba could not compile kernel {name!r}: {type(err).__name__}: {err}\n"
+                f"generated source: {path}"
+            ) from None
+        return module
+    raise BuildError(f"kernel {name!r} could not be loaded from {path}")
+
+
+def _looks_like_cache_problem(err: Exception) -> bool:
+    import pickle
+
+    return isinstance(err, (EOFError, pickle.UnpicklingError, OSError, ValueError, KeyError))

@@ -1,0 +1,6 @@
+"""Building relax modules and the virtual machine that runs them (``relax.vm.build`` is the
+older spelling of ``relax.build``)."""
+
+from .build import Executable, ProfileReport, VirtualMachine, build
+
+__all__ = ["Executable", "ProfileReport", "VirtualMachine", "build"]

@@ -1,0 +1,203 @@
+"""``relax.build``: compile a module's kernels and its relax functions into an Executable,
+and ``relax.VirtualMachine``, which runs it."""
+
+from __future__ import annotations
+
+import linecache
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mlckit.backend.kernel import Kernel, compile_kernel
+from mlckit.backend.naming import NameTable
+from mlckit.errors import BuildError, MLCError, VMError
+from mlckit.ir.module import IRModule
+from mlckit.runtime.module import BenchmarkResult, time_function
+from mlckit.runtime.ndarray import Device, cpu
+from mlckit.target import Target
+from mlckit.tir.function import PrimFunc
+
+from ..expr import Constant, Function
+from . import runtime
+from .codegen import VM_RUNTIME_NAMES, RelaxToPython
+
+
+class Executable:
+    """A built module: compiled kernels plus the Python of every relax function.
+
+    ``ex.source("linear")`` shows the generated code of one function, ``ex.source()`` all.
+    """
+
+    def __init__(self, kernels: dict[str, Kernel], relax_sources: dict[str, str],
+                 python_names: dict[str, str], params: dict[str, list[str]],
+                 constants: list[Constant], target: Target):
+        self.kernels = kernels
+        self.relax_sources = relax_sources
+        self.python_names = python_names
+        self.params = params
+        self.constants = constants
+        self.target = target
+
+    def function_names(self) -> list[str]:
+        return list(self.params)
+
+    def source(self, name: str | None = None) -> str:
+        if name is None:
+            parts = [k.source for k in self.kernels.values()]
+            parts.append(self.vm_source())
+            return "\n\n".join(parts)
+        if name in self.kernels:
+            return self.kernels[name].source
+        if name in self.relax_sources:
+            return self.relax_sources[name]
+        known = ", ".join([*self.kernels, *self.relax_sources]) or "none"
+        raise MLCError(f"the executable has no function {name!r} (functions: {known})")
+
+    def vm_source(self) -> str:
+        """The Python the VM runs for the relax functions."""
+        return "\n\n".join(self.relax_sources.values())
+
+    def make_namespace(self, wrap_kernel: Callable[[str, Any], Any] | None = None) -> dict[str, Any]:
+        """Execute the relax functions' code in a fresh namespace bound to the kernels."""
+        import numpy as np
+
+        namespace: dict[str, Any] = {"np": np, "constants": [c.data.numpy() for c in self.constants]}
+        for name in VM_RUNTIME_NAMES - {"np", "constants"}:
+            namespace[name] = getattr(runtime, name)
+        for name, kernel in self.kernels.items():
+            func = kernel.func
+            namespace[self.python_names[name]] = wrap_kernel(name, func) if wrap_kernel else func
+        filename = f"<mlckit vm {id(self):x}>"
+        source = self.vm_source()
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        exec(compile(source, filename, "exec"), namespace)
+        return namespace
+
+    def __repr__(self) -> str:
+        return (f"<mlckit.relax.Executable target={self.target} kernels={list(self.kernels)} "
+                f"functions={list(self.relax_sources)}>")
+
+
+def build(mod: IRModule, target: Any = "llvm", params: dict[str, Any] | None = None,
+          **kwargs: Any) -> Executable:
+    """Compile ``mod`` for ``target``: every PrimFunc to a kernel, every relax function to the
+    Python the VM runs. High-level relax operators must be lowered first (LegalizeOps)."""
+    if not isinstance(mod, IRModule):
+        raise BuildError(f"relax.build takes an IRModule, not {type(mod).__name__}")
+    target = Target(target)
+    if params:
+        from ..transform import BindParams
+
+        mod = BindParams("main", params)(mod)
+    globals_table = NameTable(VM_RUNTIME_NAMES)
+    python_names = {gv.name_hint: globals_table.get(gv, gv.name_hint) for gv in mod.functions}
+    kernels: dict[str, Kernel] = {}
+    relax_sources: dict[str, str] = {}
+    param_names: dict[str, list[str]] = {}
+    constants: list[Constant] = []
+    for gv, func in mod.functions.items():
+        if isinstance(func, PrimFunc):
+            kernels[gv.name_hint] = compile_kernel(func, python_names[gv.name_hint], target)
+        elif isinstance(func, Function):
+            generator = RelaxToPython(func, python_names[gv.name_hint], python_names, constants)
+            relax_sources[gv.name_hint] = generator.generate()
+            param_names[gv.name_hint] = [p.name_hint for p in func.params]
+        else:
+            raise BuildError(f"cannot build the function {gv.name_hint} of type "
+                             f"{type(func).__name__}")
+    return Executable(kernels, relax_sources, python_names, param_names, constants, target)
+
+
+class VirtualMachine:
+    """Runs an Executable: ``vm["main"](*args)`` with NDArrays or numpy arrays."""
+
+    def __init__(self, exe: Executable, device: Device | list[Device] | None = None,
+                 memory_cfg: Any = None, profile: bool = False):
+        if not isinstance(exe, Executable):
+            raise VMError(f"VirtualMachine needs the Executable relax.build returns, not "
+                          f"{type(exe).__name__}")
+        self.executable = exe
+        self.device = (device[0] if isinstance(device, list) else device) or cpu()
+        self._namespace = exe.make_namespace()
+
+    def __getitem__(self, name: str) -> Callable[..., Any]:
+        if name not in self.executable.params:
+            known = ", ".join(self.executable.params) or "none"
+            raise VMError(f"the executable has no relax function {name!r} (functions: {known})")
+        return self._entry(name, self._namespace)
+
+    def _entry(self, name: str, namespace: dict[str, Any]) -> Callable[..., Any]:
+        func = namespace[self.executable.python_names[name]]
+        params = self.executable.params[name]
+        device = self.device
+
+        def call(*args: Any) -> Any:
+            if len(args) != len(params):
+                raise VMError(f"{name} takes {len(params)} arguments ({', '.join(params)}), "
+                              f"got {len(args)}")
+            result = func(*[runtime.from_ndarray(a) for a in args])
+            return _wrap_result(result, device)
+
+        call.__name__ = name
+        return call
+
+    def invoke(self, name: str, *args: Any) -> Any:
+        return self[name](*args)
+
+    def time_evaluator(self, name: str, dev: Device | None = None, number: int = 10,
+                       repeat: int = 1, min_repeat_ms: float = 0) -> Callable[..., BenchmarkResult]:
+        return time_function(self[name], number, repeat, min_repeat_ms)
+
+    def profile(self, name: str, *args: Any) -> "ProfileReport":
+        """Run ``name`` once (after a warm-up run) and report the time spent in each kernel."""
+        totals: dict[str, list[float]] = {}
+
+        def timed(kernel_name: str, func: Any) -> Any:
+            def wrapper(*kernel_args: Any) -> Any:
+                start = time.perf_counter()
+                func(*kernel_args)
+                totals.setdefault(kernel_name, []).append(time.perf_counter() - start)
+
+            return wrapper
+
+        entry = self._entry(name, self.executable.make_namespace(timed))
+        entry(*args)
+        totals.clear()
+        start = time.perf_counter()
+        entry(*args)
+        total = time.perf_counter() - start
+        return ProfileReport(name, total, {k: (len(v), sum(v)) for k, v in totals.items()})
+
+
+class ProfileReport:
+    """Per-kernel times of one call: ``print(report)`` shows a table."""
+
+    def __init__(self, name: str, total: float, kernels: dict[str, tuple[int, float]]):
+        self.name = name
+        self.total = total
+        self.kernels = kernels
+
+    def __str__(self) -> str:
+        rows = [f"{'kernel':<28}{'calls':>6}{'time (us)':>12}{'percent':>9}"]
+        for kernel, (calls, seconds) in sorted(self.kernels.items(), key=lambda kv: -kv[1][1]):
+            rows.append(f"{kernel:<28}{calls:>6}{seconds * 1e6:>12.1f}"
+                        f"{100 * seconds / self.total:>8.1f}%")
+        other = self.total - sum(s for _, s in self.kernels.values())
+        rows.append(f"{'(VM: checks, allocation)':<28}{'':>6}{other * 1e6:>12.1f}"
+                    f"{100 * other / self.total:>8.1f}%")
+        rows.append(f"{'total ' + self.name:<28}{'':>6}{self.total * 1e6:>12.1f}{100:>8.1f}%")
+        return "\n".join(rows)
+
+    __repr__ = __str__
+
+
+def _wrap_result(value: Any, device: Device) -> Any:
+    import numpy as np
+
+    from mlckit.runtime.ndarray import NDArray
+
+    if isinstance(value, np.ndarray):
+        return NDArray(value, device)
+    if isinstance(value, tuple):
+        return tuple(_wrap_result(v, device) for v in value)
+    return value

@@ -1,0 +1,278 @@
+"""Relax functions -> Python: the program the virtual machine runs.
+
+Each relax function becomes one Python function in the course's "low-level numpy" style
+(``lnumpy_mlp``): it checks its arguments against the signature, binds symbolic dims from
+their shapes, allocates each ``call_tir`` output with ``np.empty`` and calls the compiled
+kernel with destination passing. Values are numpy arrays, tuples, shapes (tuples of ints) and
+Python scalars; the VirtualMachine converts NDArrays at the boundary.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlckit.backend.codegen import PrimExprPrinter
+from mlckit.backend.naming import NameTable
+from mlckit.errors import BuildError
+from mlckit.ir.module import GlobalVar
+from mlckit.ir.op import Op
+from mlckit.tir import expr as E
+
+from ..expr import (
+    Call,
+    Constant,
+    DataTypeImm,
+    Expr,
+    ExternFunc,
+    Function,
+    If,
+    MatchCast,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    StringImm,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
+)
+from ..struct_info import (
+    PrimStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
+)
+
+# Names the VM namespace defines for generated functions.
+VM_RUNTIME_NAMES = frozenset(
+    {"np", "check_tensor", "check_tuple", "check_shape", "check_prim", "check_dim",
+     "call_dps_packed", "call_packed", "constants", "as_bool"}
+)
+
+_DPS_OPS = {"relax.call_tir", "relax.call_dps_packed"}
+
+
+class RelaxToPython:
+    """Generates the Python function of one relax function."""
+
+    def __init__(self, func: Function, name: str, globals_: dict[str, str],
+                 constants: list[Constant]):
+        self.func = func
+        self.name = name
+        # Module-level names: relax function and kernel names by their GlobalVar name.
+        self.globals = globals_
+        self.constants = constants
+        self.names = NameTable(VM_RUNTIME_NAMES | set(globals_.values()))
+        self.prim = PrimExprPrinter(self.names)
+        self.defined_dims: set[int] = set()
+        self.lines: list[str] = []
+        self.indent = 1
+
+    # ------------------------------------------------------------------ entry
+    def generate(self) -> str:
+        params = [self.names.get(p, p.name_hint) for p in self.func.params]
+        if self.func.params:
+            self.emit("# check the arguments against the signature")
+        for param, pname in zip(self.func.params, params):
+            self.check_value(pname, param.struct_info_, f"parameter {param.name_hint}")
+        result = self.seq_expr(self.func.body)
+        self.emit(f"return {result}")
+        header = f"def {self.name}({', '.join(params)}):"
+        return "\n".join([header, *self.lines]) + "\n"
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.indent + line)
+
+    # ------------------------------------------------------------------ argument checks
+    def check_value(self, value: str, sinfo: StructInfo | None, what: str) -> None:
+        """Emit the run-time check of ``value`` against ``sinfo``, binding new symbolic dims."""
+        where = repr(f"{self.func_label()}: {what}")
+        if isinstance(sinfo, TensorStructInfo):
+            dtype = "None" if sinfo.dtype == "void" else repr(sinfo.dtype)
+            self.emit(f"check_tensor({value}, {where}, {sinfo.ndim}, {dtype})")
+            dims = sinfo.shape_values
+            if dims is not None:
+                self.check_dims(f"{value}.shape", dims, where)
+        elif isinstance(sinfo, TupleStructInfo):
+            self.emit(f"check_tuple({value}, {where}, {len(sinfo.fields)})")
+            for index, field in enumerate(sinfo.fields):
+                self.check_value(f"{value}[{index}]", field, f"{what}[{index}]")
+        elif isinstance(sinfo, ShapeStructInfo):
+            self.emit(f"check_shape({value}, {where}, {sinfo.ndim})")
+            if sinfo.values is not None:
+                self.check_dims(value, sinfo.values, where)
+        elif isinstance(sinfo, PrimStructInfo):
+            self.emit(f"check_prim({value}, {where}, {sinfo.dtype!r})")
+            if sinfo.value is not None:
+                self.check_dims(f"({value},)", (sinfo.value,), where)
+
+    def check_dims(self, shape: str, dims: tuple[E.PrimExpr, ...], where: str) -> None:
+        for axis, dim in enumerate(dims):
+            actual = f"{shape}[{axis}]"
+            if isinstance(dim, E.Var) and id(dim) not in self.defined_dims:
+                self.defined_dims.add(id(dim))
+                self.emit(f"{self.prim.expr(dim)} = {actual}")
+                continue
+            self._require_defined(dim)
+            expected = self.prim.expr(dim)
+            self.emit(f"check_dim({actual}, {expected}, {where}, {axis}, {expected!r})")
+
+    def _require_defined(self, expr: E.PrimExpr) -> None:
+        from mlckit.tir.analysis import collect_vars
+
+        for var in collect_vars(expr):
+            if id(var) not in self.defined_dims:
+                raise BuildError(
+                    f"{self.func_label()}: the symbolic dim {var.name_hint} is used before any "
+                    "parameter or match_cast defines it"
+                )
+
+    def func_label(self) -> str:
+        return self.func.attrs.get("global_symbol", self.name)
+
+    # ------------------------------------------------------------------ bodies
+    def seq_expr(self, seq: Expr) -> str:
+        if not isinstance(seq, SeqExpr):
+            return self.value(seq)
+        for block in seq.blocks:
+            for binding in block.bindings:
+                self.binding(binding)
+        return self.value(seq.body)
+
+    def binding(self, binding: Any) -> None:
+        target = self.names.get(binding.var, binding.var.name_hint)
+        if isinstance(binding, MatchCast):
+            self.emit(f"{target} = {self.value(binding.value)}")
+            self.check_value(target, binding.struct_info,
+                             f"R.match_cast of {binding.var.name_hint}")
+            return
+        if not isinstance(binding, VarBinding):
+            raise BuildError(f"cannot build the binding {type(binding).__name__}")
+        value = binding.value
+        if isinstance(value, If):
+            self.if_(target, value)
+        elif isinstance(value, Call):
+            self.call(target, value, binding)
+        else:
+            self.emit(f"{target} = {self.value(value)}")
+
+    def if_(self, target: str, node: If) -> None:
+        self.emit(f"if as_bool({self.value(node.cond)}):")
+        for branch in (node.true_branch, node.false_branch):
+            self.indent += 1
+            self.emit(f"{target} = {self.seq_expr(branch)}")
+            self.indent -= 1
+            if branch is node.true_branch:
+                self.emit("else:")
+
+    def call(self, target: str, call: Call, binding: VarBinding) -> None:
+        op = call.op
+        if isinstance(op, Op):
+            if op.name in _DPS_OPS:
+                self.destination_passing_call(target, call)
+            elif op.name == "relax.call_pure_packed":
+                func, *args = call.args
+                self.emit(f"{target} = call_packed({self._extern_name(func)!r}, "
+                          f"({self._values(args)}))")
+            else:
+                raise BuildError(
+                    f"{self.func_label()}: `{binding.var.name_hint} = {_op_spelling(op.name)}(...)` "
+                    f"uses the high-level operator {op.name}, which has no kernel yet; lower it "
+                    "to TensorIR first with relax.transform.LegalizeOps()"
+                )
+        elif isinstance(op, GlobalVar):
+            callee = self.globals.get(op.name_hint)
+            if callee is None:
+                raise BuildError(f"{self.func_label()}: calls {op.name_hint}, which is not a "
+                                 "function of the module")
+            self.emit(f"{target} = {callee}({self._values(call.args)})")
+        elif isinstance(op, ExternFunc):
+            self.emit(f"{target} = call_packed({op.global_symbol!r}, ({self._values(call.args)}))")
+        else:
+            self.emit(f"{target} = {self.value(op)}({self._values(call.args)})")
+
+    def destination_passing_call(self, target: str, call: Call) -> None:
+        callee, args = call.args[0], call.args[1]
+        if not isinstance(args, Tuple):
+            raise BuildError(f"{self.func_label()}: call_tir arguments must be a tuple literal")
+        outputs = []
+        for index, sinfo in enumerate(call.sinfo_args):
+            out = target if len(call.sinfo_args) == 1 else self.names.fresh(f"{target}_{index}")
+            self.emit(f"{out} = {self.allocation(sinfo)}")
+            outputs.append(out)
+        inputs = [self.value(a) for a in args.fields]
+        scalars = []
+        if len(call.args) > 2:
+            shape = call.args[2]
+            if not isinstance(shape, ShapeExpr):
+                raise BuildError(f"{self.func_label()}: call_tir's tir_vars must be a shape")
+            scalars = [self.prim_value(v) for v in shape.values]
+        if call.op.name == "relax.call_tir":
+            if not isinstance(callee, GlobalVar) or callee.name_hint not in self.globals:
+                raise BuildError(f"{self.func_label()}: call_tir needs a TensorIR function of "
+                                 f"the module, got {callee!r}")
+            self.emit(f"{self.globals[callee.name_hint]}({', '.join(inputs + outputs + scalars)})")
+        else:
+            self.emit(f"call_dps_packed({self._extern_name(callee)!r}, "
+                      f"({', '.join(inputs)}{',' if len(inputs) == 1 else ''}), "
+                      f"({', '.join(outputs)},))")
+        if len(outputs) > 1:
+            self.emit(f"{target} = ({', '.join(outputs)})")
+
+    def allocation(self, sinfo: StructInfo) -> str:
+        if not isinstance(sinfo, TensorStructInfo) or sinfo.shape_values is None:
+            raise BuildError(f"{self.func_label()}: an output of call_tir needs a known shape, "
+                             f"got {sinfo!r}")
+        dims = []
+        for dim in sinfo.shape_values:
+            self._require_defined(dim)
+            dims.append(self.prim_value(dim))
+        shape = ", ".join(dims) + ("," if len(dims) == 1 else "")
+        return f"np.empty(({shape}), dtype=np.{sinfo.dtype})"
+
+    def _extern_name(self, func: Any) -> str:
+        if isinstance(func, ExternFunc):
+            return func.global_symbol
+        if isinstance(func, StringImm):
+            return func.value
+        raise BuildError(f"{self.func_label()}: a packed call needs a function name, got {func!r}")
+
+    # ------------------------------------------------------------------ values
+    def _values(self, args: Any) -> str:
+        return ", ".join(self.value(a) for a in args)
+
+    def prim_value(self, expr: E.PrimExpr) -> str:
+        return self.prim.expr(expr)
+
+    def value(self, expr: Any) -> str:
+        if isinstance(expr, Var):
+            if not self.names.has(expr):
+                raise BuildError(f"{self.func_label()}: variable {expr.name_hint} is used but "
+                                 "never defined")
+            return self.names.get(expr, expr.name_hint)
+        if isinstance(expr, Constant):
+            self.constants.append(expr)
+            return f"constants[{len(self.constants) - 1}]"
+        if isinstance(expr, Tuple):
+            items = [self.value(f) for f in expr.fields]
+            return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+        if isinstance(expr, TupleGetItem):
+            return f"{self.value(expr.tuple_value)}[{expr.index}]"
+        if isinstance(expr, ShapeExpr):
+            items = [self.prim_value(v) for v in expr.values]
+            return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+        if isinstance(expr, PrimValue):
+            return self.prim_value(expr.value)
+        if isinstance(expr, (StringImm, DataTypeImm)):
+            return repr(expr.value)
+        if isinstance(expr, GlobalVar) and expr.name_hint in self.globals:
+            return self.globals[expr.name_hint]
+        if isinstance(expr, SeqExpr):
+            return self.seq_expr(expr)
+        raise BuildError(f"{self.func_label()}: cannot build the expression {type(expr).__name__}")
+
+
+def _op_spelling(name: str) -> str:
+    return "R." + name.removeprefix("relax.")
+

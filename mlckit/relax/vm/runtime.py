@@ -1,0 +1,92 @@
+"""What generated VM functions call at run time: argument checks and packed-function calls.
+
+Every check raises VMError naming the function, the parameter, what was expected and what
+arrived, so a wrong input is reported where the student can act on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from mlckit.errors import VMError
+from mlckit.runtime.ndarray import NDArray
+from mlckit.runtime.registry import get_global_func
+
+
+def describe(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)} values"
+    return f"a {type(value).__name__}"
+
+
+def check_tensor(value: Any, where: str, ndim: int, dtype: str | None) -> None:
+    if not isinstance(value, np.ndarray):
+        raise VMError(f"{where} expects a tensor, got {describe(value)}")
+    if ndim >= 0 and value.ndim != ndim:
+        raise VMError(f"{where} expects a tensor of rank {ndim}, got {describe(value)}")
+    if dtype is not None and value.dtype != dtype:
+        raise VMError(f"{where} expects dtype {dtype}, got {describe(value)}")
+
+
+def check_dim(actual: int, expected: int, where: str, axis: int, expected_text: str) -> None:
+    if actual != expected:
+        bound = "" if expected_text.lstrip("-").isdigit() else f" = {expected_text}"
+        raise VMError(f"{where} has size {actual} in dimension {axis}, but the signature requires "
+                      f"{expected}{bound} (fixed by an earlier argument or the signature)")
+
+
+def check_tuple(value: Any, where: str, size: int) -> None:
+    if not isinstance(value, tuple) or len(value) != size:
+        raise VMError(f"{where} expects a tuple of {size} values, got {describe(value)}")
+
+
+def check_shape(value: Any, where: str, ndim: int) -> None:
+    if not isinstance(value, tuple) or (ndim >= 0 and len(value) != ndim):
+        raise VMError(f"{where} expects a shape of {ndim} dims, got {describe(value)}")
+
+
+def check_prim(value: Any, where: str, dtype: str) -> None:
+    kind = (int, np.integer) if dtype.startswith(("int", "uint")) else (
+        bool, np.bool_) if dtype == "bool" else (float, int, np.number)
+    if not isinstance(value, kind):
+        raise VMError(f"{where} expects a {dtype} scalar, got {describe(value)}")
+
+
+def as_bool(value: Any) -> bool:
+    """The condition of a relax ``if``: a bool tensor of one element, or a scalar."""
+    return bool(np.asarray(value).reshape(()))
+
+
+def to_ndarray(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return NDArray(value)
+    if isinstance(value, tuple):
+        return tuple(to_ndarray(v) for v in value)
+    return value
+
+
+def from_ndarray(value: Any) -> Any:
+    if isinstance(value, NDArray):
+        return value._data
+    if isinstance(value, np.ndarray):
+        return value if value.flags.c_contiguous else np.ascontiguousarray(value)
+    if isinstance(value, (tuple, list)):
+        return tuple(from_ndarray(v) for v in value)
+    return value
+
+
+def call_dps_packed(name: str, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+    """Call a registered function with inputs and preallocated outputs (as NDArrays that share
+    memory with the VM's arrays, so the function fills the outputs in place)."""
+    func = get_global_func(name)
+    func(*[to_ndarray(v) for v in inputs], *[to_ndarray(v) for v in outputs])
+
+
+def call_packed(name: str, args: Sequence[Any]) -> Any:
+    """Call a registered function that returns its result (``call_pure_packed``)."""
+    return from_ndarray(get_global_func(name)(*[to_ndarray(v) for v in args]))

@@ -1,0 +1,228 @@
+"""What every dialect's parser shares: names, errors, evaluation and statement dispatch."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from mlckit.errors import MLCError, ParseError, StructInfoError
+
+from .diagnostics import Source, is_located, located
+from .evaluator import Evaluator, did_you_mean
+from .markers import ScriptStatement
+
+MISSING: Any = object()
+
+# Python statements a script cannot contain, with what to write instead.
+_UNSUPPORTED_STATEMENTS: dict[type, str] = {
+    ast.While: "while loops are not supported in TVMScript; use `for i in range(n):`",
+    ast.Try: "try/except is not supported in TVMScript",
+    ast.Raise: "raise is not supported in TVMScript",
+    ast.Import: "imports are not allowed inside a TVMScript function; import at module level",
+    ast.ImportFrom: "imports are not allowed inside a TVMScript function; import at module "
+                    "level",
+    ast.ClassDef: "a class cannot be defined inside a TVMScript function",
+    ast.Delete: "del is not supported in TVMScript",
+    ast.Global: "global is not supported in TVMScript",
+    ast.Nonlocal: "nonlocal is not supported in TVMScript",
+    ast.Break: "break is not supported in TVMScript",
+    ast.Continue: "continue is not supported in TVMScript",
+    ast.Assert: "assert is not supported in TVMScript",
+    ast.AsyncFunctionDef: "async functions are not supported in TVMScript",
+    ast.AsyncFor: "async for is not supported in TVMScript",
+    ast.AsyncWith: "async with is not supported in TVMScript",
+}
+
+
+class Environment:
+    """The Python names a script sees after its own variables: the definition's locals
+    (closure and defining frame), then its globals, then builtins."""
+
+    def __init__(self, globals: Mapping[str, Any], locals: Mapping[str, Any] | None = None):
+        self.globals = globals
+        self.locals = locals or {}
+
+    def get(self, name: str) -> Any:
+        for scope in (self.locals, self.globals, builtins.__dict__):
+            if name in scope:
+                return scope[name]
+        return MISSING
+
+    def names(self) -> set[str]:
+        return set(self.locals) | set(self.globals) | set(builtins.__dict__)
+
+
+class VarTable:
+    """The script's own variables, in nested scopes (a loop's variable dies with the loop)."""
+
+    def __init__(self, base: dict[str, Any] | None = None):
+        self.frames: list[dict[str, Any]] = [base if base is not None else {}]
+
+    @contextmanager
+    def frame(self) -> Iterator[dict[str, Any]]:
+        self.frames.append({})
+        try:
+            yield self.frames[-1]
+        finally:
+            self.frames.pop()
+
+    def add(self, name: str, value: Any) -> None:
+        self.frames[-1][name] = value
+
+    def get(self, name: str) -> Any:
+        for frame in reversed(self.frames):
+            if name in frame:
+                return frame[name]
+        return MISSING
+
+    def names(self) -> set[str]:
+        return {name for frame in self.frames for name in frame}
+
+
+class Parser:
+    """The base of the dialect parsers. A subclass defines ``visit_<Stmt>`` for the Python
+    statements its dialect gives a meaning to; the others are reported as unsupported."""
+
+    dialect = "TVMScript"
+
+    def __init__(self, source: Source, env: Environment, base: dict[str, Any] | None = None):
+        self.source = source
+        self.env = env
+        self.vars = VarTable(base)
+        self.evaluator = Evaluator(self)
+
+    # ------------------------------------------------------------------ errors
+    def error(self, node: ast.AST | None, message: str,
+              cls: type[Exception] = ParseError) -> Exception:
+        return located(cls, message, self.source, node)
+
+    def relocate(self, err: Exception, node: ast.AST) -> Exception:
+        """``err`` located at ``node``, unless an inner node already located it."""
+        if is_located(err):
+            return err
+        if isinstance(err, StructInfoError):
+            return self.error(node, str(err), StructInfoError)
+        if isinstance(err, MLCError):
+            return self.error(node, str(err))
+        return self.error(node, f"{type(err).__name__}: {err}")
+
+    @contextmanager
+    def guard(self, node: ast.AST) -> Iterator[None]:
+        try:
+            yield
+        except Exception as err:
+            raise self.relocate(err, node) from None
+
+    # ------------------------------------------------------------------ names
+    def lookup(self, name: str, node: ast.AST) -> Any:
+        value = self.vars.get(name)
+        if value is MISSING:
+            value = self.env.get(name)
+        if value is MISSING:
+            value = self.undefined_name(name, node)
+        return value
+
+    def undefined_name(self, name: str, node: ast.AST) -> Any:
+        """Called for a name found nowhere; a dialect may give it a meaning."""
+        hint = did_you_mean(name, self.vars.names() | self.env.names())
+        raise self.error(node, f"name {name!r} is not defined{hint}")
+
+    def missing_attribute(self, owner: Any, node: ast.Attribute) -> Any:
+        """Called when ``owner`` has no attribute ``node.attr``; a dialect may resolve it."""
+        try:
+            candidates = dir(owner)
+        except Exception:
+            candidates = []
+        owner_text = ast.unparse(node.value)
+        raise self.error(node, f"{owner_text} has no attribute {node.attr!r}"
+                               f"{did_you_mean(node.attr, candidates)}")
+
+    def convert_leaf(self, value: Any) -> Any:
+        """A value read from a name, attribute or subscript, as the dialect uses it."""
+        return value
+
+    def call_value(self, node: ast.Call, func: Any, args: list[Any],
+                   kwargs: dict[str, Any]) -> Any:
+        """Perform a call inside an expression; a dialect may call IR functions here."""
+        return func(*args, **kwargs)
+
+    # ------------------------------------------------------------------ evaluation
+    def eval(self, node: ast.AST) -> Any:
+        return self.evaluator.eval(node)
+
+    def callee(self, node: ast.AST) -> Any:
+        """The evaluated callee when ``node`` is a call, else MISSING."""
+        if isinstance(node, ast.Call):
+            return self.eval(node.func)
+        return MISSING
+
+    def finish_call(self, node: ast.Call, func: Any) -> Any:
+        """Evaluate the call ``node`` whose callee ``func`` was evaluated already."""
+        with self.guard(node):
+            return self.evaluator.call(node, func)
+
+    def bind_statement(self, node: ast.Call, builder: ScriptStatement) -> dict[str, Any]:
+        """The arguments of a statement builder's call, by parameter name."""
+        with self.guard(node):
+            args, kwargs = self.evaluator.call_arguments(node)
+            return builder.bind(args, kwargs)
+
+    # ------------------------------------------------------------------ statements
+    def symbolic_declarations(self, target: ast.expr, value: ast.expr
+                              ) -> list[tuple[ast.Name, str]] | None:
+        """``n = T.int64()`` / ``M, N = T.int64(), T.int64()``: the names and dtypes declared."""
+        targets = target.elts if isinstance(target, ast.Tuple) else [target]
+        values = value.elts if isinstance(value, ast.Tuple) else [value]
+        if len(targets) != len(values) or not all(
+                isinstance(v, ast.Call) and not v.args and not v.keywords for v in values):
+            return None
+        from mlckit.script.tir import DType
+
+        dtypes = []
+        for v in values:
+            func = self.eval(v.func)  # type: ignore[attr-defined]
+            if not isinstance(func, DType):
+                return None
+            dtypes.append(func.dtype)
+        for t in targets:
+            if not isinstance(t, ast.Name):
+                raise self.error(t, "a symbolic variable is declared with a name: "
+                                    "`n = T.int64()`")
+        return list(zip(targets, dtypes))  # type: ignore[arg-type]
+
+    def visit_body(self, stmts: list[ast.stmt]) -> None:
+        for stmt in stmts:
+            self.visit_stmt(stmt)
+
+    def visit_stmt(self, stmt: ast.stmt) -> Any:
+        method = getattr(self, f"visit_{type(stmt).__name__}", None)
+        if method is None:
+            message = _UNSUPPORTED_STATEMENTS.get(
+                type(stmt), f"{type(stmt).__name__} statements are not supported in "
+                            f"{self.dialect}")
+            raise self.error(stmt, message)
+        with self.guard(stmt):
+            return method(stmt)
+
+    def wrong_statement(self, node: ast.AST, builder: ScriptStatement) -> Exception:
+        """The error for a statement builder used where it has no meaning."""
+        return self.error(node, f"{builder.name} cannot be used here; write it as "
+                                f"`{builder.usage}` {self.statement_context(builder)}")
+
+    def statement_context(self, builder: ScriptStatement) -> str:
+        return f"in a {self.dialect}"
+
+
+def is_docstring(stmt: ast.stmt) -> bool:
+    return (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str))
+
+
+def single_target(parser: Parser, node: ast.Assign) -> ast.expr:
+    if len(node.targets) != 1:
+        raise parser.error(node, "chained assignments like `a = b = c` are not supported in "
+                                 "TVMScript")
+    return node.targets[0]

@@ -1,0 +1,257 @@
+"""The entry points: ``@I.ir_module``, ``@T.prim_func``, ``@R.function``, ``from_source``.
+
+A decorated definition is parsed from its source text, found through ``linecache`` (which
+also holds notebook cells), so the Python that ran the definition only matters for its names:
+the defining frame's locals and closure, and the module's globals. A decorator applied inside
+a class body leaves the function alone; the class's ``@I.ir_module`` parses it.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib
+import inspect
+import linecache
+import sys
+import tokenize
+import types
+from collections.abc import Callable
+from typing import Any
+
+from mlckit.errors import ParseError
+
+from .core import Environment, Parser, is_docstring
+from .diagnostics import Source
+
+Definition = ast.ClassDef | ast.FunctionDef
+
+
+# ------------------------------------------------------------------------------ decorators
+def ir_module(cls: type) -> Any:
+    """Parse a class of ``@T.prim_func`` / ``@R.function`` methods into an IRModule."""
+    return _decorate(cls, sys._getframe(1))
+
+
+def prim_func(func: Callable[..., Any] | None = None, /, *, private: bool = False,
+              s_tir: bool = False, check_well_formed: bool = True) -> Any:
+    """Parse a function written in TVMScript's TensorIR dialect into a ``tir.PrimFunc``.
+
+    ``private=True`` leaves out the ``global_symbol`` attribute. Inside an ``@I.ir_module``
+    class the function is parsed with its module.
+    """
+
+    def wrap(fn: Callable[..., Any]) -> Any:
+        return _decorate(fn, sys._getframe(1))
+
+    return wrap if func is None else _decorate(func, sys._getframe(1))
+
+
+def function(func: Callable[..., Any] | None = None, /, *, private: bool = False,
+             pure: bool = True) -> Any:
+    """Parse a function written in TVMScript's Relax dialect into a ``relax.Function``.
+
+    ``private=True`` leaves out the ``global_symbol`` attribute; ``pure=False`` marks a
+    function with side effects.
+    """
+
+    def wrap(fn: Callable[..., Any]) -> Any:
+        return _decorate(fn, sys._getframe(1))
+
+    return wrap if func is None else _decorate(func, sys._getframe(1))
+
+
+def _decorate(obj: Any, frame: types.FrameType) -> Any:
+    in_class_body = "__qualname__" in frame.f_locals and "__module__" in frame.f_locals
+    if in_class_body and not isinstance(obj, type):
+        # A function in a class body: the class's @I.ir_module parses it with the module.
+        return obj
+    source, node, env = _capture(obj, frame)
+    return parse_definition(source, node, env)
+
+
+# ------------------------------------------------------------------------------ source
+def _capture(obj: Any, frame: types.FrameType) -> tuple[Source, Definition, Environment]:
+    """The source text, the definition's AST and the names it sees."""
+    if isinstance(obj, type):
+        filename = frame.f_code.co_filename
+        module_globals = frame.f_globals
+        # While a decorator runs, the frame's line is the decorator's line.
+        starts = [frame.f_lineno]
+        local_names = dict(frame.f_locals)
+    else:
+        code = getattr(obj, "__code__", None)
+        if code is None:
+            raise ParseError(f"TVMScript decorators apply to functions and classes, not to "
+                             f"{type(obj).__name__}")
+        filename = code.co_filename
+        module_globals = obj.__globals__
+        starts = [code.co_firstlineno]
+        local_names = dict(frame.f_locals)
+        for name, cell in zip(code.co_freevars, obj.__closure__ or ()):
+            try:
+                local_names[name] = cell.cell_contents
+            except ValueError:  # a closure variable not assigned yet
+                continue
+    lines = linecache.getlines(filename, module_globals)
+    name = getattr(obj, "__name__", "?")
+    if not lines:
+        raise ParseError(
+            f"TVMScript needs the source code of {name!r} to parse it, but Python cannot find "
+            f"it (defined in {filename}); define it in a file or a notebook cell, or pass the "
+            "text to mlckit.script.from_source", filename=filename, lineno=starts[0])
+    source = Source(filename, tuple(line.rstrip("\r\n") for line in lines))
+    if isinstance(obj, type):
+        with contextlib.suppress(OSError, TypeError):
+            starts.append(inspect.getsourcelines(obj)[1])
+    for start in starts:
+        node = _definition_at(lines, start, name)
+        if node is not None:
+            env = Environment(module_globals, local_names)
+            return source, node, env
+    raise ParseError(f"TVMScript could not find the definition of {name!r} in {filename}",
+                     filename=filename, lineno=starts[0])
+
+
+def _definition_at(lines: list[str], start: int, name: str) -> Definition | None:
+    """The class or function definition starting at line ``start`` (its first decorator)."""
+    if not 1 <= start <= len(lines):
+        return None
+    try:
+        block = inspect.getblock(lines[start - 1:])
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return None
+    text = "".join(block)
+    indented = text[:1] in (" ", "\t")
+    if indented:
+        # Parse the block in place under a dummy `if` so that columns stay those of the file.
+        text = "if 1:\n" + text
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    ast.increment_lineno(tree, start - 1 - (1 if indented else 0))
+    node = tree.body[0].body[0] if indented else tree.body[0]  # type: ignore[attr-defined]
+    if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and node.name == name:
+        return node
+    return None
+
+
+# ------------------------------------------------------------------------------ dispatch
+def definition_kind(parser: Parser, node: Definition) -> tuple[Any, dict[str, Any]]:
+    """Which of our decorators decorates ``node``, and its keyword options."""
+    ours = (ir_module, prim_func, function)
+    first_error: ParseError | None = None
+    for dec in node.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        try:
+            func = parser.eval(target)
+        except ParseError as err:
+            # Maybe another library's decorator; report it only if none of ours is found.
+            first_error = first_error or err
+            continue
+        if not any(func is kind for kind in ours):
+            continue
+        options: dict[str, Any] = {}
+        if isinstance(dec, ast.Call):
+            if dec.args:
+                raise parser.error(dec.args[0], "decorator options are keyword arguments, e.g. "
+                                                "@T.prim_func(private=True)")
+            with parser.guard(dec):
+                options = parser.evaluator.call_arguments(dec)[1]
+                inspect.signature(func).bind(None, **options)
+        if (func is ir_module) != isinstance(node, ast.ClassDef):
+            what = "a class" if func is ir_module else "a function"
+            raise parser.error(dec, f"@{ast.unparse(target)} decorates {what}")
+        return func, options
+    if first_error is not None:
+        raise first_error
+    raise parser.error(node, f"{node.name!r} is not decorated with @I.ir_module, @T.prim_func "
+                             "or @R.function")
+
+
+def parse_definition(source: Source, node: Definition, env: Environment) -> Any:
+    """Parse a decorated class or function into an IRModule, PrimFunc or relax Function."""
+    kind, options = definition_kind(Parser(source, env), node)
+    if kind is ir_module:
+        from .ir import parse_module
+
+        return parse_module(source, node, env)  # type: ignore[arg-type]
+    if kind is prim_func:
+        from .tir import parse_prim_func
+
+        return parse_prim_func(source, node, env, options)  # type: ignore[arg-type]
+    from .relax import parse_function
+
+    return parse_function(source, node, env, options)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------ text
+def from_source(text: str, extra_vars: dict[str, Any] | None = None) -> Any:
+    """Parse TVMScript text: an ``@I.ir_module`` class, a ``@T.prim_func`` or an
+    ``@R.function`` (as the printer writes them, metadata section included)."""
+    from mlckit.script import ir as I
+    from mlckit.script import relax as R
+    from mlckit.script import tir as T
+
+    source = Source.from_text(text, "<string>")
+    try:
+        tree = ast.parse(text, "<string>")
+    except SyntaxError as err:
+        line = source.line(err.lineno or 0)
+        raise ParseError(f"invalid Python syntax: {err.msg}", filename="<string>",
+                         lineno=err.lineno or 0, col=max((err.offset or 1) - 1, 0),
+                         source_line=line) from None
+    names: dict[str, Any] = {"I": I, "T": T, "R": R, **(extra_vars or {})}
+    parser = Parser(source, Environment(names))
+    definitions: list[Definition] = []
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.ClassDef, ast.FunctionDef)):
+            definitions.append(stmt)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            with parser.guard(stmt):
+                _run_import(stmt, names)
+        elif (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+              and isinstance(stmt.targets[0], ast.Name)):
+            # `metadata = {...}`: evaluated before the definition, which then sees it.
+            names[stmt.targets[0].id] = parser.eval(stmt.value)
+        elif not is_docstring(stmt):
+            raise parser.error(stmt, "TVMScript text holds one decorated class or function, "
+                                     "imports and a `metadata = ...` assignment")
+    if len(definitions) != 1:
+        node = definitions[1] if definitions else (tree.body[0] if tree.body else None)
+        raise parser.error(node, f"TVMScript text must define exactly one decorated class or "
+                                 f"function, found {len(definitions)}")
+    return parse_definition(source, definitions[0], Environment(names))
+
+
+def _run_import(stmt: ast.Import | ast.ImportFrom, names: dict[str, Any]) -> None:
+    if isinstance(stmt, ast.Import):
+        for alias in stmt.names:
+            module = importlib.import_module(alias.name)
+            if alias.asname:
+                names[alias.asname] = module
+            else:
+                names[alias.name.split(".")[0]] = importlib.import_module(
+                    alias.name.split(".")[0])
+        return
+    if stmt.level:
+        raise ParseError("relative imports are not supported in TVMScript text")
+    module = importlib.import_module(stmt.module or "")
+    for alias in stmt.names:
+        try:
+            value = getattr(module, alias.name)
+        except AttributeError:
+            value = importlib.import_module(f"{stmt.module}.{alias.name}")
+        names[alias.asname or alias.name] = value
+
+
+def parse(program: Any, extra_vars: dict[str, Any] | None = None) -> Any:
+    """Parse TVMScript given as text, or as a (undecorated) function or class object."""
+    if isinstance(program, str):
+        return from_source(program, extra_vars)
+    frame = sys._getframe(1)
+    source, node, env = _capture(program, frame)
+    if extra_vars:
+        env = Environment(env.globals, {**env.locals, **extra_vars})
+    return parse_definition(source, node, env)

@@ -1,0 +1,11 @@
+"""The TVMScript printer: IR nodes to the text of docs/tvmscript.md.
+
+``script(node, verbose=False, show_meta=False, inline_constants=1, name=None)`` returns the
+text; ``show(node, **options)`` prints it (highlighted where that can be seen);
+``highlight_html(text)`` colors any TVMScript for HTML displays.
+"""
+
+from .highlight import highlight_html, show
+from .printer import script
+
+__all__ = ["highlight_html", "script", "show"]

@@ -1,0 +1,46 @@
+"""Showing printed TVMScript: colored in a terminal or a notebook, plain otherwise."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+def highlight_html(text: str) -> str:
+    """``text`` as a self-contained HTML block with Python syntax colors (inline styles)."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import PythonLexer
+
+    return highlight(text, PythonLexer(), HtmlFormatter(noclasses=True))
+
+
+def highlight_terminal(text: str) -> str:
+    """``text`` with ANSI colors for a terminal."""
+    from pygments import highlight
+    from pygments.formatters import TerminalFormatter
+    from pygments.lexers import PythonLexer
+
+    return highlight(text, PythonLexer(), TerminalFormatter()).rstrip("\n")
+
+
+def _in_notebook() -> bool:
+    # Only a running IPython kernel can display HTML; IPython is not imported just to ask.
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def show(node: Any, **options: Any) -> None:
+    """Print ``node`` as TVMScript: highlighted in a notebook or a terminal, plain elsewhere."""
+    from .printer import script
+
+    text = script(node, **options)
+    if _in_notebook():
+        from IPython.display import HTML, display
+
+        display(HTML(highlight_html(text)))
+    elif sys.stdout.isatty():
+        print(highlight_terminal(text))
+    else:
+        print(text)

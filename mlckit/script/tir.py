@@ -1,0 +1,243 @@
+"""TVMScript's TensorIR namespace: ``from mlckit.script import tir as T``.
+
+Three kinds of names live here:
+
+* the decorator ``T.prim_func``;
+* expression builders, called while a script is parsed and returning TensorIR nodes
+  (``T.max``, ``T.exp``, ``T.float32(0.0)``, ``T.Cast``, ``T.Buffer((4,), "float32")``);
+* statement builders (``T.block``, ``T.axis.remap``, ``T.reads``, ``T.grid``, ...), which the
+  parser recognizes and handles; they have no meaning outside a parsed function.
+
+Several names shadow Python builtins on purpose (``T.bool``, ``T.max``, ``T.abs``): they are
+TVM's spelling.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlckit import tir as _tir
+from mlckit.errors import MLCError
+from mlckit.ir.dtype import check_dtype
+from mlckit.tir import op as _op
+from mlckit.tir.expr import Cast, Div, Mod, PrimExpr, Select, convert, make_const
+
+from .parser.decorator import prim_func
+from .parser.markers import statement
+
+__all__ = [
+    "Buffer", "Cast", "Select", "abs", "alloc_buffer", "axis", "block", "block_attr", "bool",
+    "ceil", "cos", "erf", "evaluate", "exp", "fabs", "float16", "float32", "float64", "floor",
+    "floordiv", "floormod", "func_attr", "grid", "handle", "if_then_else", "init", "int8",
+    "int16", "int32", "int64", "log", "match_buffer", "max", "max_value", "min", "min_value",
+    "parallel", "pow", "prim_func", "reads", "round", "rsqrt", "sblock", "sblock_alloc_buffer",
+    "serial", "sigmoid", "sin", "sqrt", "tanh", "thread_binding", "truncdiv", "truncmod",
+    "uint8", "uint16", "uint32", "uint64", "unroll", "vectorized", "where", "writes",
+]
+
+
+# ------------------------------------------------------------------------------ types
+class DType:
+    """A scalar type: ``T.int64(5)`` is a constant, ``n: T.int32`` a typed parameter and
+    ``n = T.int64()`` declares a symbolic variable (the parser handles that assignment)."""
+
+    def __init__(self, dtype: str):
+        self.dtype = check_dtype(dtype)
+        self.__name__ = dtype
+
+    def __call__(self, value: Any = None) -> PrimExpr:
+        if value is None:
+            raise MLCError(f"T.{self.dtype}() declares a symbolic variable; write it as an "
+                           f"assignment such as `n = T.{self.dtype}()`")
+        if self.dtype == "handle":
+            raise MLCError("T.handle is a parameter type, not a value")
+        if isinstance(value, PrimExpr):
+            return value if value.dtype == self.dtype else Cast(self.dtype, value)
+        return make_const(value, self.dtype)
+
+    def __repr__(self) -> str:
+        return f"T.{self.dtype}"
+
+
+class BufferType:
+    """``T.Buffer(shape, dtype)`` (and the older ``T.Buffer[shape, dtype]``) declares a buffer;
+    as a parameter annotation it gives the parameter its buffer."""
+
+    def __call__(self, shape: Any, dtype: str = "float32", data: Any = None,
+                 strides: Any = None, elem_offset: Any = None, scope: str = "global",
+                 align: int = 0, offset_factor: int = 0, buffer_type: str = "",
+                 axis_separators: Any = None) -> _tir.Buffer:
+        if not isinstance(shape, (list, tuple)):
+            shape = (shape,)
+        return _tir.Buffer(data, dtype, shape, strides or (), elem_offset, "buffer", scope)
+
+    def __getitem__(self, key: Any) -> _tir.Buffer:
+        return self(*key) if isinstance(key, tuple) else self(key)
+
+    def __repr__(self) -> str:
+        return "T.Buffer"
+
+
+Buffer = BufferType()
+int8, int16, int32, int64 = DType("int8"), DType("int16"), DType("int32"), DType("int64")
+uint8, uint16, uint32, uint64 = DType("uint8"), DType("uint16"), DType("uint32"), DType("uint64")
+float16, float32, float64 = DType("float16"), DType("float32"), DType("float64")
+handle = DType("handle")
+
+
+# ------------------------------------------------------------------------------ expressions
+def _operands(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
+    # A literal takes the dtype of the other operand, as with Python operators.
+    a = convert(a, b.dtype if isinstance(b, PrimExpr) else None)
+    return a, convert(b, a.dtype)
+
+
+def truncdiv(a: Any, b: Any) -> PrimExpr:
+    """Integer division rounding toward zero (C semantics)."""
+    return Div(*_operands(a, b))
+
+
+def truncmod(a: Any, b: Any) -> PrimExpr:
+    """The remainder of :func:`truncdiv` (sign of the dividend)."""
+    return Mod(*_operands(a, b))
+
+
+def evaluate(value: Any) -> _tir.Evaluate:
+    """``T.evaluate(expr)``: evaluate an expression for its side effect."""
+    return _tir.Evaluate(value)
+
+
+exp, log, sqrt, rsqrt, tanh, sigmoid = _op.exp, _op.log, _op.sqrt, _op.rsqrt, _op.tanh, _op.sigmoid
+erf, sin, cos, floor, ceil, round = _op.erf, _op.sin, _op.cos, _op.floor, _op.ceil, _op.round
+fabs, abs, pow = _op.fabs, _op.abs, _op.pow
+max, min = _op.max, _op.min
+if_then_else, floordiv, floormod = _op.if_then_else, _op.floordiv, _op.floormod
+max_value, min_value = _op.max_value, _op.min_value
+
+
+# ------------------------------------------------------------------------------ statements
+@statement("T", "with T.block(name):")
+def block(name: str = "", no_realize: bool = False) -> None:
+    """A block: the unit of computation that schedules transform."""
+
+
+@statement("T", "with T.init():")
+def init() -> None:
+    """The statements that initialize a reduction block's output, run on the first iteration."""
+
+
+@statement("T", "T.where(condition)")
+def where(predicate: Any) -> None:
+    """The condition under which a block instance runs (its predicate)."""
+
+
+@statement("T", "T.reads(A[vi, 0:K], ...)")
+def reads(*regions: Any) -> None:
+    """The buffer regions a block reads (inferred when omitted)."""
+
+
+@statement("T", "T.writes(C[vi, vj], ...)")
+def writes(*regions: Any) -> None:
+    """The buffer regions a block writes (inferred when omitted)."""
+
+
+@statement("T", 'T.block_attr({"key": value})')
+def block_attr(attrs: dict) -> None:
+    """Annotations of a block."""
+
+
+@statement("T", 'T.func_attr({"key": value})')
+def func_attr(attrs: dict) -> None:
+    """Attributes of the function (``tir.noalias``, ...)."""
+
+
+@statement("T", 'X = T.match_buffer(x, shape, "float32")')
+def match_buffer(param: Any, shape: Any = None, dtype: str = "float32", data: Any = None,
+                 strides: Any = None, elem_offset: Any = None, scope: str = "global",
+                 align: int = -1, offset_factor: int = 0, buffer_type: str = "default",
+                 axis_separators: Any = None) -> None:
+    """Give a handle parameter (or, in a block, a buffer region) a buffer."""
+
+
+@statement("T", 'Y = T.alloc_buffer(shape, "float32")')
+def alloc_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: Any = None,
+                 elem_offset: Any = None, scope: str = "global", align: int = -1,
+                 offset_factor: int = 0, buffer_type: str = "default",
+                 axis_separators: Any = None) -> None:
+    """Allocate a buffer in the function's root block or in the enclosing block."""
+
+
+@statement("T", "for i, j in T.grid(n, m):")
+def grid(*extents: Any) -> None:
+    """Perfectly nested serial loops, each from 0 to its extent."""
+
+
+@statement("T", "for i in T.serial(n):")
+def serial(start: Any, stop: Any = None, *, annotations: dict | None = None) -> None:
+    """A serial loop over ``range(start, stop)`` (or ``range(start)``)."""
+
+
+@statement("T", "for i in T.parallel(n):")
+def parallel(start: Any, stop: Any = None, *, annotations: dict | None = None) -> None:
+    """A loop whose iterations run in parallel on CPU threads."""
+
+
+@statement("T", "for i in T.vectorized(n):")
+def vectorized(start: Any, stop: Any = None, *, annotations: dict | None = None) -> None:
+    """A loop to be turned into vector instructions."""
+
+
+@statement("T", "for i in T.unroll(n):")
+def unroll(start: Any, stop: Any = None, *, annotations: dict | None = None) -> None:
+    """A loop to be unrolled."""
+
+
+@statement("T", 'for i in T.thread_binding(n, thread="threadIdx.x"):')
+def thread_binding(start: Any, stop: Any = None, thread: str | None = None, *,
+                   annotations: dict | None = None) -> None:
+    """A loop bound to a GPU thread axis (``blockIdx.x``, ``threadIdx.x``, ...)."""
+
+
+class _Axis:
+    """``T.axis``: declare block iteration variables and bind them to loop expressions."""
+
+    @staticmethod
+    @statement("T.axis", 'vi, vj, vk = T.axis.remap("SSR", [i, j, k])')
+    def remap(kinds: str, bindings: Any, dtype: str = "int32") -> None:
+        """One iter var per loop variable; each letter says its kind: S spatial, R reduce."""
+
+    @staticmethod
+    @statement("T.axis", "vi = T.axis.spatial(extent, i)")
+    def spatial(dom: Any, binding: Any, dtype: str = "int32") -> None:
+        """A spatial (data-parallel) iter var over ``dom`` bound to ``binding``."""
+
+    @staticmethod
+    @statement("T.axis", "vk = T.axis.reduce(extent, k)")
+    def reduce(dom: Any, binding: Any, dtype: str = "int32") -> None:
+        """A reduction iter var over ``dom`` bound to ``binding``."""
+
+    @staticmethod
+    @statement("T.axis", "vi = T.axis.scan(extent, i)")
+    def scan(dom: Any, binding: Any, dtype: str = "int32") -> None:
+        """An ordered (scan) iter var."""
+
+    @staticmethod
+    @statement("T.axis", "vi = T.axis.opaque(extent, i)")
+    def opaque(dom: Any, binding: Any, dtype: str = "int32") -> None:
+        """An iter var of opaque kind."""
+
+    S = spatial
+    R = reduce
+
+    def __repr__(self) -> str:
+        return "T.axis"
+
+
+axis = _Axis()
+
+# Newer TVM spellings of the same statements.
+sblock = block
+sblock_alloc_buffer = alloc_buffer
+
+# Defined last: from here on `bool` in this module is TVMScript's type, not Python's.
+bool = DType("bool")

@@ -1,0 +1,224 @@
+"""The issue's example modules: parse, print, re-parse to an equal module; IR walks as in the course."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mlckit
+from mlckit import relax, tir
+from mlckit.ir import Op, assert_structural_equal, structural_hash
+from mlckit.relax.analysis import well_formed
+from mlckit.script import from_source
+from mlckit.script import ir as I
+from mlckit.script import relax as R
+from mlckit.script import tir as T
+
+
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def linear(x: T.handle, w: T.handle, b: T.handle, z: T.handle):
+        M, N, K = T.int64(), T.int64(), T.int64()
+        X = T.match_buffer(x, (M, K), "float32")
+        W = T.match_buffer(w, (K, N), "float32")
+        B = T.match_buffer(b, (N,), "float32")
+        Z = T.match_buffer(z, (M, N), "float32")
+        Y = T.alloc_buffer((M, N), "float32")
+        for i, j, k in T.grid(M, N, K):
+            with T.block("Y"):
+                v_i, v_j, v_k = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    Y[v_i, v_j] = T.float32(0.0)
+                Y[v_i, v_j] = Y[v_i, v_j] + X[v_i, v_k] * W[v_k, v_j]
+        for i, j in T.grid(M, N):
+            with T.block("Z"):
+                v_i, v_j = T.axis.remap("SS", [i, j])
+                Z[v_i, v_j] = Y[v_i, v_j] + B[v_j]
+
+    @T.prim_func(private=True)
+    def relu(x: T.handle, y: T.handle):
+        M, N = T.int64(), T.int64()
+        X = T.match_buffer(x, (M, N), "float32")
+        Y = T.match_buffer(y, (M, N), "float32")
+        for i, j in T.grid(M, N):
+            with T.block("Y"):
+                v_i, v_j = T.axis.remap("SS", [i, j])
+                Y[v_i, v_j] = T.max(X[v_i, v_j], T.float32(0.0))
+
+    @R.function
+    def main(x: R.Tensor(("n", 784), dtype="float32"),
+             w0: R.Tensor((784, 256), dtype="float32"),
+             b0: R.Tensor((256,), dtype="float32"),
+             w1: R.Tensor((256, 10), dtype="float32"),
+             b1: R.Tensor((10,), dtype="float32")) -> R.Tensor(("n", 10), dtype="float32"):
+        cls = Module
+        n = T.int64()
+        with R.dataflow():
+            lv0 = R.call_tir(cls.linear, (x, w0, b0), out_sinfo=R.Tensor((n, 256), dtype="float32"))
+            lv1 = R.call_tir(cls.relu, (lv0,), out_sinfo=R.Tensor((n, 256), dtype="float32"))
+            lv2 = R.call_tir(cls.linear, (lv1, w1, b1), out_sinfo=R.Tensor((n, 10), dtype="float32"))
+            R.output(lv2)
+        return lv2
+
+
+@I.ir_module
+class MyModule:
+    @R.function
+    def main(x: R.Tensor((3, 4), "float32"), y: R.Tensor((3, 4), "float32")):
+        with R.dataflow():
+            lv0 = R.multiply(x, y)
+            gv0 = R.add(lv0, y)
+            R.output(gv0)
+        return gv0
+
+
+@I.ir_module
+class MyModuleLegacy:
+    @T.prim_func
+    def relu0(X: T.Buffer[(1, 128), "float32"], Y: T.Buffer[(1, 128), "float32"]):
+        T.func_attr({"global_symbol": "relu0", "tir.noalias": True})
+        for i, j in T.grid(1, 128):
+            with T.block("Y"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                Y[vi, vj] = T.max(X[vi, vj], T.float32(0))
+
+    @T.prim_func
+    def linear0(X: T.Buffer[(1, 784), "float32"], W: T.Buffer[(128, 784), "float32"],
+                B: T.Buffer[(128,), "float32"], Z: T.Buffer[(1, 128), "float32"]):
+        T.func_attr({"global_symbol": "linear0", "tir.noalias": True})
+        Y = T.alloc_buffer((1, 128), "float32")
+        for i, j, k in T.grid(1, 128, 784):
+            with T.block("Y"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    Y[vi, vj] = T.float32(0)
+                Y[vi, vj] = Y[vi, vj] + X[vi, vk] * W[vj, vk]
+        for i, j in T.grid(1, 128):
+            with T.block("Z"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                Z[vi, vj] = Y[vi, vj] + B[vj]
+
+    @R.function
+    def main(x: R.Tensor((1, 784), "float32"), w0: R.Tensor((128, 784), "float32"),
+             b0: R.Tensor((128,), "float32")):
+        with R.dataflow():
+            lv0 = R.call_tir(linear0, (x, w0, b0), (1, 128), dtype="float32")
+            out = R.call_tir(relu0, (lv0,), (1, 128), dtype="float32")
+            R.output(out)
+        return out
+
+
+EXAMPLES = {"Module": Module, "MyModule": MyModule, "MyModuleLegacy": MyModuleLegacy}
+
+
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_print_parse_round_trip(name):
+    mod = EXAMPLES[name]
+    text = mod.script()
+    reparsed = from_source(text)
+    assert_structural_equal(reparsed, mod)
+    assert structural_hash(reparsed) == structural_hash(mod)
+    # Printing is deterministic, and the re-parsed module prints identically.
+    assert reparsed.script() == text == mod.script()
+
+
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_examples_are_well_formed(name):
+    assert well_formed(EXAMPLES[name])
+
+
+def test_binding_struct_info_is_inferred_and_printed():
+    text = Module.script()
+    assert 'lv0: R.Tensor((n, 256), dtype="float32") = R.call_tir(cls.linear' in text
+    assert 'lv2: R.Tensor((n, 10), dtype="float32")' in text
+    assert "n = T.int64()" in text
+    text = MyModule.script()
+    assert 'lv0: R.Tensor((3, 4), dtype="float32") = R.multiply(x, y)' in text
+
+
+def test_symbolic_n_is_one_variable_across_the_function():
+    main = Module["main"]
+    n_param = main.params[0].struct_info.shape.values[0]
+    lv0 = main.body.blocks[0].bindings[0].var
+    assert lv0.struct_info.shape.values[0] is n_param
+    assert main.ret_struct_info.shape.values[0] is n_param
+
+
+def test_walk_the_ir_as_in_the_course():
+    func = MyModule["main"]
+    assert isinstance(func, relax.Function)
+    assert [p.name_hint for p in func.params] == ["x", "y"]
+    assert isinstance(func.body, relax.SeqExpr)
+    block = func.body.blocks[0]
+    assert isinstance(block, relax.DataflowBlock)
+    binding = block.bindings[0]
+    assert isinstance(binding.var, relax.DataflowVar) and binding.var.name_hint == "lv0"
+    assert isinstance(binding.value, relax.Call)
+    assert binding.value.op == Op.get("relax.multiply")
+    assert binding.value.args[0] is func.params[0]
+    out = block.bindings[1].var
+    assert isinstance(out, relax.Var) and not isinstance(out, relax.DataflowVar)
+    assert func.body.body is out
+
+
+def test_private_and_public_functions():
+    assert Module["linear"].is_private
+    assert not Module["main"].is_private and Module["main"].attrs["global_symbol"] == "main"
+    assert MyModuleLegacy["relu0"].attrs["global_symbol"] == "relu0"
+    assert "@T.prim_func(private=True)" in Module.script()
+    assert "global_symbol" not in Module.script()
+
+
+def test_root_block_holds_function_level_allocations():
+    body = Module["linear"].body
+    assert isinstance(body, tir.BlockRealize) and body.block.name_hint == "root"
+    assert [b.name for b in body.block.alloc_buffers] == ["Y"]
+
+
+def test_inferred_regions_equal_explicit_ones():
+    @T.prim_func
+    def implicit(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4,), "float32")):
+        for i, k in T.grid(4, 8):
+            with T.block("B"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    B[vi] = T.float32(0)
+                B[vi] = B[vi] + A[vi, vk]
+
+    @T.prim_func
+    def explicit(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4,), "float32")):
+        for i, k in T.grid(4, 8):
+            with T.block("B"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                T.reads(A[vi, vk])
+                T.writes(B[vi])
+                with T.init():
+                    B[vi] = T.float32(0)
+                B[vi] = B[vi] + A[vi, vk]
+
+    assert_structural_equal(implicit.with_attr("global_symbol", "f"),
+                            explicit.with_attr("global_symbol", "f"))
+
+
+def test_constants_round_trip_through_metadata():
+    weight = np.arange(12, dtype="float32").reshape(3, 4)
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            lv = bb.emit(relax.op.matmul(x, relax.const(weight)))
+            gv = bb.emit_output(relax.op.add(lv, relax.const(1.0, "float32")))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    text = mod.script(show_meta=True)
+    assert 'metadata["relax.expr.Constant"][0]' in text
+    assert 'R.const(1.0, "float32")' in text
+    assert_structural_equal(from_source(text), mod)
+    assert "Metadata omitted" in mod.script()
+
+
+def test_import_mlckit_as_tvm_spelling():
+    tvm = mlckit
+    assert tvm.script.ir_module is I.ir_module
+    assert tvm.ir.Op.get("relax.add") is Op.get("relax.add")
