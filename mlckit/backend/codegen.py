@@ -165,6 +165,8 @@ class PrimExprPrinter:
                 f"else {self._wrap(f, _PREC_TERNARY)}")
 
     def _cast(self, dtype: str, value: E.PrimExpr) -> str:
+        if _is_widening_int_cast(value.dtype, dtype):
+            return self.expr(value)  # Python and numba integers already hold every value
         if dtype == "bool":
             return f"bool({self.expr(value)})"
         return f"np.{dtype}({self.expr(value)})"
@@ -256,6 +258,13 @@ class PythonCodegen(PrimExprPrinter):
             self.stmt(s)
 
     def stmt_For(self, node: S.For) -> None:
+        # Names defined in the loop (its variable, block iter vars, local buffers) are free
+        # again after it.
+        scope = self.names.checkpoint()
+        self.loop(node)
+        self.names.restore(scope)
+
+    def loop(self, node: S.For) -> None:
         var = self.names.get(node.loop_var, node.loop_var.name_hint)
         if node.kind == S.ForKind.THREAD_BINDING:
             tag = node.thread_binding.thread_tag if node.thread_binding else "a thread"
@@ -277,10 +286,9 @@ class PythonCodegen(PrimExprPrinter):
         if use_prange:
             self.uses_prange = True
             self.inside_parallel = True
-            self.body(node.body)
+        self.body(node.body)
+        if use_prange:
             self.inside_parallel = False
-        else:
-            self.body(node.body)
 
     def stmt_BlockRealize(self, node: S.BlockRealize) -> None:
         block = node.block
@@ -378,6 +386,13 @@ HELPER_SOURCE: dict[str, str] = {
     ),
 }
 HELPER_DEPENDENCIES = {"truncmod": {"truncdiv"}}
+
+
+def _is_widening_int_cast(source: str, dest: str) -> bool:
+    from mlckit.ir.dtype import bits, is_int
+
+    signed = source.startswith("int") and dest.startswith("int")
+    return is_int(source) and is_int(dest) and signed and bits(dest) >= bits(source)
 
 
 def _is_zero(expr: Any) -> bool:

@@ -43,7 +43,18 @@ class NameTable:
     def has(self, obj: Any) -> bool:
         return id(obj) in self._names
 
+    def checkpoint(self) -> int:
+        """Mark the current scope; ``restore`` frees every name given out after the mark."""
+        return len(self._keepalive)
+
+    def restore(self, mark: int) -> None:
+        # Sibling loops can then reuse `i`, `j` instead of `i_1`, `j_1`.
+        for obj in self._keepalive[mark:]:
+            self._used.discard(self._names.pop(id(obj)))
+        del self._keepalive[mark:]
+
     def fresh(self, hint: str) -> str:
+        """A new unique name (not tied to an object, so never freed by ``restore``)."""
         base = sanitize(hint)
         name, suffix = base, 0
         while name in self._used or name in self._reserved:

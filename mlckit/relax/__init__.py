@@ -2,7 +2,7 @@
 
 from mlckit.ir.module import GlobalVar
 
-from . import analysis, expr_functor, op, utils
+from . import analysis, expr_functor, op, transform, utils, vm
 from .block_builder import BlockBuilder
 from .expr import (
     Attrs,
@@ -47,5 +47,6 @@ from .struct_info import (
     TupleStructInfo,
 )
 from .ty import DynTensorType
+from .vm import Executable, VirtualMachine, build
 
 __all__ = [name for name in dir() if not name.startswith("_")]

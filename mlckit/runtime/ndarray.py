@@ -63,6 +63,17 @@ class NDArray:
         self._data[...] = src
         return self
 
+    # DLPack: np.from_dlpack(arr) and torch.from_dlpack(arr) view this array's memory, so a
+    # registered function can fill a destination tensor in place.
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._data.__dlpack_device__()
+
+    def to_dlpack(self) -> Any:
+        return self.__dlpack__()
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return self._data if dtype is None else self._data.astype(dtype)
 

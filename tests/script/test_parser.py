@@ -432,6 +432,36 @@ def test_block_features():
     assert_structural_equal(from_source(f.script()), f)
 
 
+def test_explicit_root_block_nested_blocks_and_loop_kinds():
+    @T.prim_func
+    def f(a: T.handle, n: T.int32):
+        A = T.match_buffer(a, (n,), "float32")
+        B = A
+        with T.block("root"):
+            C = T.alloc_buffer((4,), "float32")
+            for i in T.serial(0, 4, annotations={"pragma": 1}):
+                with T.block("outer"):
+                    vi = T.axis.spatial((0, 4), i)
+                    for j in T.unroll(2):
+                        with T.block("inner"):
+                            vj = T.axis.spatial(2, j)
+                            T.reads(C[vi])
+                            T.writes(B[vi * 2 + vj])
+                            if vj > 0:
+                                B[vi * 2 + vj] = C[vi]
+                    C[vi] = T.float32(0)
+
+    root = f.body.block
+    assert root.name_hint == "root" and root.reads == () and root.writes == ()
+    assert [b.name for b in root.alloc_buffers] == ["C"]
+    loop = root.body
+    assert loop.annotations == {"pragma": 1} and loop.body.block.name_hint == "outer"
+    inner = loop.body.block.body[0]
+    assert inner.kind == tir.ForKind.UNROLLED
+    assert inner.body.block.writes[0].buffer is f.buffer_map[f.params[0]]  # B is A
+    assert_structural_equal(from_source(f.script()), f)
+
+
 def test_tirx_alias_and_sblock():
     @tirx.prim_func(private=True)
     def f(A: tirx.Buffer((4,), "float32")):

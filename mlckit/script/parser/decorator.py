@@ -157,9 +157,12 @@ def definition_kind(parser: Parser, node: Definition) -> tuple[Any, dict[str, An
             if dec.args:
                 raise parser.error(dec.args[0], "decorator options are keyword arguments, e.g. "
                                                 "@T.prim_func(private=True)")
-            with parser.guard(dec):
-                options = parser.evaluator.call_arguments(dec)[1]
-                inspect.signature(func).bind(None, **options)
+            options = parser.evaluator.call_arguments(dec)[1]
+            known = [p for p in inspect.signature(func).parameters if p not in ("func", "cls")]
+            for option in options:
+                if option not in known:
+                    raise parser.error(dec, f"@{ast.unparse(target)} has no option {option!r}; "
+                                            f"its options are {', '.join(known) or 'none'}")
         if (func is ir_module) != isinstance(node, ast.ClassDef):
             what = "a class" if func is ir_module else "a function"
             raise parser.error(dec, f"@{ast.unparse(target)} decorates {what}")

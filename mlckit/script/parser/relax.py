@@ -172,9 +172,9 @@ class RelaxParser(Parser):
             op = getattr(relax_module.op, node.attr, None)
             if op is not None:
                 return op
-            raise self.error(node, f"relax.{node.attr} is not defined; relax operators are "
-                                   f"spelled R.{node.attr}(...) (from mlckit.script import "
-                                   f"relax as R){did_you_mean(node.attr, dir(R))}")
+            raise self.error(node, f"relax.{node.attr} is not defined (the relax operators "
+                                   "of old scripts, relax.<op>, are spelled R.<op> today)"
+                                   f"{did_you_mean(node.attr, dir(R))}")
         return super().missing_attribute(owner, node)
 
     def convert_leaf(self, value: Any) -> Any:
@@ -199,12 +199,16 @@ class RelaxParser(Parser):
         return Normalizer(None, emit=self.emit_nested).visit_expr(convert_to_expr(value))
 
     def emit_nested(self, value: Expr) -> Var:
-        return self.emit("lv", value, None)
+        # A temporary is never an output of the dataflow block it is bound in.
+        return self.emit("lv", value, None, output=False)
 
-    def emit(self, name: str, value: Expr, sinfo: StructInfo | None) -> Var:
-        """Bind an already normalized ``value`` to a new variable ``name``."""
-        in_dataflow = self.dataflow is not None and name not in self.dataflow.outputs
-        var_cls = DataflowVar if in_dataflow else Var
+    def emit(self, name: str, value: Expr, sinfo: StructInfo | None,
+             output: bool | None = None) -> Var:
+        """Bind an already normalized ``value`` to a new variable ``name``; in a dataflow
+        block it is a DataflowVar unless it is an output (by default: R.output names it)."""
+        if output is None:
+            output = self.dataflow is None or name in self.dataflow.outputs
+        var_cls = DataflowVar if self.dataflow is not None and not output else Var
         var = var_cls(name, sinfo if sinfo is not None else value.struct_info_)
         self.bindings.append(VarBinding(var, value))
         return var

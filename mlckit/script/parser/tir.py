@@ -119,9 +119,13 @@ def _region(value: Any) -> list[BufferRegion]:
     raise MLCError(f"expected a buffer region such as A[vi, 0:K], got {type(value).__name__}")
 
 
+# The name T.Buffer(...) gives the buffers it declares until the script names them.
+_UNNAMED = "buffer"
+
+
 def _renamed(buffer: Buffer, name: str) -> Buffer:
     """A buffer declared by ``T.Buffer(...)`` under the name it is given in the script."""
-    data = Var(name, "handle") if buffer.data.name_hint == buffer.name else buffer.data
+    data = Var(name, "handle") if buffer.data.name_hint == _UNNAMED else buffer.data
     return Buffer(data, buffer.dtype, buffer.shape, buffer.strides, buffer.elem_offset, name,
                   buffer.scope)
 
@@ -170,7 +174,10 @@ class TIRParser(Parser):
                                            "leave out the return annotation")
         with self.vars.frame():
             body = _seq(self.parse_stmts(node.body))
-        if (self.has_block or self.root_allocs) and not self._is_root_block(body):
+        if self._is_root_block(body):
+            # A root block written out is the implicit one: it reads and writes nothing.
+            body = body.with_fields(block=body.block.with_fields(reads=(), writes=()))
+        elif self.has_block or self.root_allocs:
             root = Block([], [], [], "root", body, None, self.root_allocs)
             body = BlockRealize([], True, root)
         if not options.get("private", False):
@@ -360,7 +367,8 @@ class TIRParser(Parser):
         name = self.target_name(target, "a value")
         if isinstance(value, PrimExpr):
             return _Let(Var(name, value.dtype), value)
-        if isinstance(value, Buffer):
+        if isinstance(value, Buffer) and value.name == _UNNAMED:
+            # `B = T.Buffer(...)` declares a buffer; `B = A` is only another name for A.
             value = _renamed(value, name)
             self.roles[id(value)] = "a buffer"
         self.vars.add(name, value)
@@ -599,8 +607,8 @@ class TIRParser(Parser):
                                         "T.thread_binding(...)")
         names = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
         if len(names) != len(loops):
-            raise self.error(node.target, f"{len(loops)} loop(s) but {len(names)} loop "
-                                          "variable(s)")
+            raise self.error(node.target, f"{len(loops)} nested loops need {len(loops)} loop "
+                                          f"variables, got {len(names)}")
         made: list[tuple[Var, PrimExpr, PrimExpr, ForKind, str | None, Any]] = []
         with self.vars.frame():
             for name_node, (start, stop, kind, thread, annotations) in zip(names, loops):

@@ -1,0 +1,153 @@
+"""The course's example modules, shared by tests, benchmarks and notebooks.
+
+``Module``: the MLP with a symbolic batch ``n`` (weights (in, out)); ``MyModule``: the
+multiply/add graph of the pattern-rewriting chapter; ``MyModuleLegacy``: the older syntax
+with fixed shapes and weights in (out, in) layout; ``MyModuleWithExternCall`` and
+``MyModuleMixture``: the same model calling registered functions ``env.linear``/``env.relu``.
+"""
+
+from __future__ import annotations
+
+from mlckit.script import ir as I
+from mlckit.script import relax as R
+from mlckit.script import tir as T
+
+# ruff: noqa: F821, E501 - TVMScript: names are defined by the parser; lines follow the course.
+
+
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def linear(x: T.handle, w: T.handle, b: T.handle, z: T.handle):
+        M, N, K = T.int64(), T.int64(), T.int64()
+        X = T.match_buffer(x, (M, K), "float32")
+        W = T.match_buffer(w, (K, N), "float32")
+        B = T.match_buffer(b, (N,), "float32")
+        Z = T.match_buffer(z, (M, N), "float32")
+        Y = T.alloc_buffer((M, N), "float32")
+        for i, j, k in T.grid(M, N, K):
+            with T.block("Y"):
+                v_i, v_j, v_k = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    Y[v_i, v_j] = T.float32(0.0)
+                Y[v_i, v_j] = Y[v_i, v_j] + X[v_i, v_k] * W[v_k, v_j]
+        for i, j in T.grid(M, N):
+            with T.block("Z"):
+                v_i, v_j = T.axis.remap("SS", [i, j])
+                Z[v_i, v_j] = Y[v_i, v_j] + B[v_j]
+
+    @T.prim_func(private=True)
+    def relu(x: T.handle, y: T.handle):
+        M, N = T.int64(), T.int64()
+        X = T.match_buffer(x, (M, N), "float32")
+        Y = T.match_buffer(y, (M, N), "float32")
+        for i, j in T.grid(M, N):
+            with T.block("Y"):
+                v_i, v_j = T.axis.remap("SS", [i, j])
+                Y[v_i, v_j] = T.max(X[v_i, v_j], T.float32(0.0))
+
+    @R.function
+    def main(x: R.Tensor(("n", 784), dtype="float32"),
+             w0: R.Tensor((784, 256), dtype="float32"),
+             b0: R.Tensor((256,), dtype="float32"),
+             w1: R.Tensor((256, 10), dtype="float32"),
+             b1: R.Tensor((10,), dtype="float32")) -> R.Tensor(("n", 10), dtype="float32"):
+        cls = Module
+        n = T.int64()
+        with R.dataflow():
+            lv0 = R.call_tir(cls.linear, (x, w0, b0), out_sinfo=R.Tensor((n, 256), dtype="float32"))
+            lv1 = R.call_tir(cls.relu, (lv0,), out_sinfo=R.Tensor((n, 256), dtype="float32"))
+            lv2 = R.call_tir(cls.linear, (lv1, w1, b1), out_sinfo=R.Tensor((n, 10), dtype="float32"))
+            R.output(lv2)
+        return lv2
+
+
+@I.ir_module
+class MyModule:
+    @R.function
+    def main(x: R.Tensor((3, 4), "float32"), y: R.Tensor((3, 4), "float32")):
+        with R.dataflow():
+            lv0 = R.multiply(x, y)
+            gv0 = R.add(lv0, y)
+            R.output(gv0)
+        return gv0
+
+
+@I.ir_module
+class MyModuleLegacy:
+    @T.prim_func
+    def relu0(X: T.Buffer[(1, 128), "float32"], Y: T.Buffer[(1, 128), "float32"]):
+        T.func_attr({"global_symbol": "relu0", "tir.noalias": True})
+        for i, j in T.grid(1, 128):
+            with T.block("Y"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                Y[vi, vj] = T.max(X[vi, vj], T.float32(0))
+
+    @T.prim_func
+    def linear0(X: T.Buffer[(1, 784), "float32"], W: T.Buffer[(128, 784), "float32"],
+                B: T.Buffer[(128,), "float32"], Z: T.Buffer[(1, 128), "float32"]):
+        T.func_attr({"global_symbol": "linear0", "tir.noalias": True})
+        Y = T.alloc_buffer((1, 128), "float32")
+        for i, j, k in T.grid(1, 128, 784):
+            with T.block("Y"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    Y[vi, vj] = T.float32(0)
+                Y[vi, vj] = Y[vi, vj] + X[vi, vk] * W[vj, vk]
+        for i, j in T.grid(1, 128):
+            with T.block("Z"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                Z[vi, vj] = Y[vi, vj] + B[vj]
+
+    @R.function
+    def main(x: R.Tensor((1, 784), "float32"), w0: R.Tensor((128, 784), "float32"),
+             b0: R.Tensor((128,), "float32")):
+        with R.dataflow():
+            lv0 = R.call_tir(linear0, (x, w0, b0), (1, 128), dtype="float32")
+            out = R.call_tir(relu0, (lv0,), (1, 128), dtype="float32")
+            R.output(out)
+        return out
+
+
+@I.ir_module
+class MyModuleWithExternCall:
+    @R.function
+    def main(x: R.Tensor((1, 784), "float32"), w0: R.Tensor((128, 784), "float32"),
+             b0: R.Tensor((128,), "float32"), w1: R.Tensor((10, 128), "float32"),
+             b1: R.Tensor((10,), "float32")):
+        with R.dataflow():
+            lv0 = R.call_tir("env.linear", (x, w0, b0), (1, 128), dtype="float32")
+            lv1 = R.call_tir("env.relu", (lv0,), (1, 128), dtype="float32")
+            out = R.call_tir("env.linear", (lv1, w1, b1), (1, 10), dtype="float32")
+            R.output(out)
+        return out
+
+
+@I.ir_module
+class MyModuleMixture:
+    @T.prim_func
+    def linear0(X: T.Buffer((1, 784), "float32"), W: T.Buffer((128, 784), "float32"),
+                B: T.Buffer((128,), "float32"), Z: T.Buffer((1, 128), "float32")):
+        T.func_attr({"global_symbol": "linear0", "tir.noalias": True})
+        Y = T.alloc_buffer((1, 128), "float32")
+        for i, j, k in T.grid(1, 128, 784):
+            with T.block("Y"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    Y[vi, vj] = T.float32(0)
+                Y[vi, vj] = Y[vi, vj] + X[vi, vk] * W[vj, vk]
+        for i, j in T.grid(1, 128):
+            with T.block("Z"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                Z[vi, vj] = Y[vi, vj] + B[vj]
+
+    @R.function
+    def main(x: R.Tensor((1, 784), "float32"), w0: R.Tensor((128, 784), "float32"),
+             b0: R.Tensor((128,), "float32"), w1: R.Tensor((10, 128), "float32"),
+             b1: R.Tensor((10,), "float32")):
+        with R.dataflow():
+            lv0 = R.call_tir(linear0, (x, w0, b0), (1, 128), dtype="float32")
+            lv1 = R.call_tir("env.relu", (lv0,), (1, 128), dtype="float32")
+            out = R.call_dps_packed("env.linear", (lv1, w1, b1), R.Tensor((1, 10), "float32"))
+            R.output(out)
+        return out
