@@ -21,12 +21,14 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 test: lint
 	$(BIN)/python -m pytest
 
 fix: $(STAMP)
 	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

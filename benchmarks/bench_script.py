@@ -63,6 +63,11 @@ def run() -> list[dict[str, Any]]:
             "goal": f"< {GOAL_S:g} s",
             "ok": total < GOAL_S,
         },
-        {"name": "script size", "value": len(text.splitlines()), "unit": "lines", "goal": "",
-         "ok": None},
+        {
+            "name": "script size",
+            "value": len(text.splitlines()),
+            "unit": "lines",
+            "goal": "",
+            "ok": None,
+        },
     ]

@@ -22,7 +22,7 @@ IMAGE_INDICES = [10, 235, 460, 685]
 
 def linear_prim_func(name: str, n: int, k: int, m: int) -> str:
     """TVMScript of ``Z = X @ W.T + B`` for X (n, k), W (m, k) in nn.Linear's (out, in) layout."""
-    return f'''
+    return f"""
     @T.prim_func
     def {name}(
         X: T.Buffer(({n}, {k}), "float32"),
@@ -42,11 +42,11 @@ def linear_prim_func(name: str, n: int, k: int, m: int) -> str:
             with T.block("Z"):
                 vi, vj = T.axis.remap("SS", [i, j])
                 Z[vi, vj] = Y[vi, vj] + B[vj]
-'''
+"""
 
 
 def relu_prim_func(name: str, n: int, m: int) -> str:
-    return f'''
+    return f"""
     @T.prim_func
     def {name}(X: T.Buffer(({n}, {m}), "float32"), Y: T.Buffer(({n}, {m}), "float32")):
         T.func_attr({{"tir.noalias": True}})
@@ -54,7 +54,7 @@ def relu_prim_func(name: str, n: int, m: int) -> str:
             with T.block("Y"):
                 vi, vj = T.axis.remap("SS", [i, j])
                 Y[vi, vj] = T.max(X[vi, vj], T.float32(0.0))
-'''
+"""
 
 
 def mlp_script(n: int = BATCH, k: int = 784, hidden: int = 128, classes: int = 10) -> str:
@@ -74,7 +74,7 @@ def mlp_script(n: int = BATCH, k: int = 784, hidden: int = 128, classes: int = 1
         + linear_prim_func("linear0", n, k, hidden)
         + relu_prim_func("relu0", n, hidden)
         + linear_prim_func("linear1", n, hidden, classes)
-        + f'''
+        + f"""
     @R.function
     def main(
         x: {tensor(n, k)},
@@ -90,7 +90,7 @@ def mlp_script(n: int = BATCH, k: int = 784, hidden: int = 128, classes: int = 1
             out = R.call_tir(cls.linear1, (lv1, w1, b1), out_sinfo={tensor(n, classes)})
             R.output(out)
         return out
-'''
+"""
     )
 
 

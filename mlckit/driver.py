@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from mlckit.backend.kernel import compile_kernel
-from mlckit.backend.naming import sanitize
 from mlckit.errors import BuildError
 from mlckit.ir.module import IRModule
+from mlckit.ir.name_supply import sanitize
 from mlckit.runtime.module import Module
 from mlckit.target import Target
 from mlckit.tir.function import PrimFunc

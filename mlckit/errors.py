@@ -14,8 +14,16 @@ class MLCError(Exception):
 class ParseError(MLCError):
     """A TVMScript program is malformed. The message carries file:line:col and a caret."""
 
-    def __init__(self, message: str, *, filename: str = "<unknown>", lineno: int = 0,
-                 col: int = 0, source_line: str | None = None, end_col: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        filename: str = "<unknown>",
+        lineno: int = 0,
+        col: int = 0,
+        source_line: str | None = None,
+        end_col: int | None = None,
+    ):
         self.msg = message
         self.filename = filename
         self.lineno = lineno

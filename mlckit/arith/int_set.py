@@ -81,8 +81,9 @@ class IntervalSet:
         return f"IntervalSet[{show(self.min_value, '-inf')}, {show(self.max_value, '+inf')}]"
 
 
-def normalize_dom_map(dom_map: Mapping[Var, Any] | None,
-                      analyzer: Analyzer) -> dict[int, tuple[Var, IntervalSet]]:
+def normalize_dom_map(
+    dom_map: Mapping[Var, Any] | None, analyzer: Analyzer
+) -> dict[int, tuple[Var, IntervalSet]]:
     out: dict[int, tuple[Var, IntervalSet]] = {}
     for var, dom in (dom_map or {}).items():
         if isinstance(dom, Range):
@@ -131,12 +132,14 @@ class IntSetEvaluator:
             return self.dom[id(e)][1]
         if isinstance(e, Add):
             a, b = self._eval(e.a), self._eval(e.b)
-            return IntervalSet(self._add(a.min_value, b.min_value),
-                               self._add(a.max_value, b.max_value))
+            return IntervalSet(
+                self._add(a.min_value, b.min_value), self._add(a.max_value, b.max_value)
+            )
         if isinstance(e, Sub):
             a, b = self._eval(e.a), self._eval(e.b)
-            return IntervalSet(self._sub(a.min_value, b.max_value),
-                               self._sub(a.max_value, b.min_value))
+            return IntervalSet(
+                self._sub(a.min_value, b.max_value), self._sub(a.max_value, b.min_value)
+            )
         if isinstance(e, Mul):
             return self._mul(e)
         if isinstance(e, FloorDiv) and isinstance(e.b, IntImm) and e.b.value > 0:
@@ -148,22 +151,31 @@ class IntSetEvaluator:
         if isinstance(e, FloorMod) and isinstance(e.b, IntImm) and e.b.value > 0:
             a = self._eval(e.a)
             upper = IntImm(e.dtype, e.b.value - 1)
-            if self._nonneg(a.min_value) and a.max_value is not None and \
-                    self.analyzer.can_prove(a.max_value <= upper):
+            if (
+                self._nonneg(a.min_value)
+                and a.max_value is not None
+                and self.analyzer.can_prove(a.max_value <= upper)
+            ):
                 return a
             return IntervalSet(IntImm(e.dtype, 0), upper)
         if isinstance(e, (Min, Max)):
             a, b = self._eval(e.a), self._eval(e.b)
-            return IntervalSet(self._minmax(type(e), a.min_value, b.min_value, lower=True),
-                               self._minmax(type(e), a.max_value, b.max_value, lower=False))
+            return IntervalSet(
+                self._minmax(type(e), a.min_value, b.min_value, lower=True),
+                self._minmax(type(e), a.max_value, b.max_value, lower=False),
+            )
         if isinstance(e, Select):
             a, b = self._eval(e.true_value), self._eval(e.false_value)
-            return IntervalSet(self._minmax(Min, a.min_value, b.min_value, lower=True),
-                               self._minmax(Max, a.max_value, b.max_value, lower=False))
+            return IntervalSet(
+                self._minmax(Min, a.min_value, b.min_value, lower=True),
+                self._minmax(Max, a.max_value, b.max_value, lower=False),
+            )
         if isinstance(e, Cast) and e.dtype.startswith("int") and e.value.dtype.startswith("int"):
             a = self._eval(e.value)
-            return IntervalSet(None if a.min_value is None else self._s(Cast(e.dtype, a.min_value)),
-                               None if a.max_value is None else self._s(Cast(e.dtype, a.max_value)))
+            return IntervalSet(
+                None if a.min_value is None else self._s(Cast(e.dtype, a.min_value)),
+                None if a.max_value is None else self._s(Cast(e.dtype, a.max_value)),
+            )
         return self._const_fallback(e)
 
     def _mul(self, e: Mul) -> IntervalSet:
@@ -181,8 +193,9 @@ class IntSetEvaluator:
             return IntervalSet(self._s(Mul(a.min_value, b.min_value)), hi)
         return self._const_fallback(e)
 
-    def _minmax(self, op: type, x: PrimExpr | None, y: PrimExpr | None, *,
-                lower: bool) -> PrimExpr | None:
+    def _minmax(
+        self, op: type, x: PrimExpr | None, y: PrimExpr | None, *, lower: bool
+    ) -> PrimExpr | None:
         # A missing bound is -inf on the lower side and +inf on the upper side; min(-inf, y)
         # is -inf, min(+inf, y) is y, and the other way round for max.
         if x is None or y is None:
@@ -203,10 +216,16 @@ class IntSetEvaluator:
     def _const_dom(self) -> dict[int, tuple[float, float]]:
         out: dict[int, tuple[float, float]] = {}
         for key, (_, dom) in self.dom.items():
-            lo = -float("inf") if dom.min_value is None else \
-                self.analyzer.const_int_bound(dom.min_value).to_interval()[0]
-            hi = float("inf") if dom.max_value is None else \
-                self.analyzer.const_int_bound(dom.max_value).to_interval()[1]
+            lo = (
+                -float("inf")
+                if dom.min_value is None
+                else self.analyzer.const_int_bound(dom.min_value).to_interval()[0]
+            )
+            hi = (
+                float("inf")
+                if dom.max_value is None
+                else self.analyzer.const_int_bound(dom.max_value).to_interval()[1]
+            )
             out[key] = (lo, hi)
         return out
 
@@ -218,5 +237,4 @@ class IntSetEvaluator:
             return any(self.depends(i) for i in e.indices)
         if isinstance(e, Call):
             return any(self.depends(a) for a in e.args)
-        return any(isinstance(v, PrimExpr) and self.depends(v)
-                   for _, v in e.structural_fields())
+        return any(isinstance(v, PrimExpr) and self.depends(v) for _, v in e.structural_fields())

@@ -58,12 +58,22 @@ if TYPE_CHECKING:
 _POLY_KINDS = (IntImm, Var, Add, Sub, Mul, FloorDiv, FloorMod, Div, Mod)
 _NEGATE = {LT: GE, LE: GT, GT: LE, GE: LT, EQ: NE, NE: EQ}
 _FLOAT_FOLD = {
-    Add: np.add, Sub: np.subtract, Mul: np.multiply, Div: np.divide,
-    FloorDiv: np.floor_divide, FloorMod: np.mod, Min: np.minimum, Max: np.maximum,
+    Add: np.add,
+    Sub: np.subtract,
+    Mul: np.multiply,
+    Div: np.divide,
+    FloorDiv: np.floor_divide,
+    FloorMod: np.mod,
+    Min: np.minimum,
+    Max: np.maximum,
 }
 _CMP_FOLD = {
-    LT: lambda x, y: x < y, LE: lambda x, y: x <= y, GT: lambda x, y: x > y,
-    GE: lambda x, y: x >= y, EQ: lambda x, y: x == y, NE: lambda x, y: x != y,
+    LT: lambda x, y: x < y,
+    LE: lambda x, y: x <= y,
+    GT: lambda x, y: x > y,
+    GE: lambda x, y: x >= y,
+    EQ: lambda x, y: x == y,
+    NE: lambda x, y: x != y,
 }
 
 
@@ -296,7 +306,7 @@ class Rewriter:
     def _single_divmod_atom(self, r: Poly, kind: str) -> tuple[Poly, int] | None:
         if len(r) != 1:
             return None
-        (mono, coeff), = r.items()
+        ((mono, coeff),) = r.items()
         if coeff != 1 or len(mono) != 1:
             return None
         info = self.atoms.divmod_info.get(mono[0])
@@ -353,8 +363,11 @@ class Rewriter:
         if isinstance(a, (IntImm, FloatImm)) and isinstance(b, (IntImm, FloatImm)):
             return _true(_CMP_FOLD[op](a.value, b.value))
         if not is_int(a.dtype):
-            if op in (EQ, LE, GE) and self.keys.key(a) == self.keys.key(b) \
-                    and not is_float(a.dtype):
+            if (
+                op in (EQ, LE, GE)
+                and self.keys.key(a) == self.keys.key(b)
+                and not is_float(a.dtype)
+            ):
                 return _true(True)
             return rebuild(e, [a, b])
         try:
@@ -386,8 +399,9 @@ class Rewriter:
             return equal
         return not equal
 
-    def _normalized_compare(self, op: type, diff: Poly, dtype: str, e: CmpExpr,
-                            a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    def _normalized_compare(
+        self, op: type, diff: Poly, dtype: str, e: CmpExpr, a: PrimExpr, b: PrimExpr
+    ) -> PrimExpr:
         # Cancel what both sides share: added terms on the left, subtracted ones on the
         # right, the constant on whichever side keeps it positive (``x + 1 < 5`` -> ``x < 4``).
         lhs = {m: c for m, c in diff.items() if m and c > 0}

@@ -61,8 +61,11 @@ class Analyzer:
 
         Binding a bound variable again to something different needs ``allow_override``.
         """
-        if isinstance(value, Range) and isinstance(value.extent, IntImm) \
-                and value.extent.value == 1:
+        if (
+            isinstance(value, Range)
+            and isinstance(value.extent, IntImm)
+            and value.extent.value == 1
+        ):
             value = value.min
         if isinstance(value, Range):
             dom = IntervalSet.from_range(value, self)

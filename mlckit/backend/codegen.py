@@ -16,17 +16,31 @@ from typing import Any
 
 from mlckit.errors import BuildError
 from mlckit.ir.dtype import is_float
+from mlckit.ir.name_supply import NameSupply
 from mlckit.tir import expr as E
 from mlckit.tir import stmt as S
 from mlckit.tir.buffer import Buffer, BufferRegion
 from mlckit.tir.function import PrimFunc
 
-from .naming import NameTable
-
 # Names the generated module defines or imports; user identifiers never take them.
 RESERVED = frozenset(
-    {"np", "math", "numba", "prange", "range", "min", "max", "abs", "int", "float", "bool",
-     "truncdiv", "truncmod", "len", "print"}
+    {
+        "np",
+        "math",
+        "numba",
+        "prange",
+        "range",
+        "min",
+        "max",
+        "abs",
+        "int",
+        "float",
+        "bool",
+        "truncdiv",
+        "truncmod",
+        "len",
+        "print",
+    }
 )
 
 # Python precedence levels (higher binds tighter).
@@ -82,12 +96,12 @@ class GeneratedFunction:
 
 
 class PrimExprPrinter:
-    """Python text for PrimExprs, with names from a shared NameTable.
+    """Python text for PrimExprs, with names from a shared NameSupply.
 
     Used for kernel bodies and, by relax.build, for shape arithmetic in the VM's functions.
     """
 
-    def __init__(self, names: NameTable):
+    def __init__(self, names: NameSupply):
         self.names = names
         # Block iter vars bound directly to a loop variable are replaced by it.
         self.substitution: dict[int, E.PrimExpr] = {}
@@ -161,8 +175,10 @@ class PrimExprPrinter:
         return f"{self._wrap(a, left_min)} {symbol} {self._wrap(b, prec + 1)}"
 
     def _ternary(self, cond: E.PrimExpr, t: E.PrimExpr, f: E.PrimExpr) -> str:
-        return (f"{self._wrap(t, _PREC_TERNARY + 1)} if {self._wrap(cond, _PREC_TERNARY + 1)} "
-                f"else {self._wrap(f, _PREC_TERNARY)}")
+        return (
+            f"{self._wrap(t, _PREC_TERNARY + 1)} if {self._wrap(cond, _PREC_TERNARY + 1)} "
+            f"else {self._wrap(f, _PREC_TERNARY)}"
+        )
 
     def _cast(self, dtype: str, value: E.PrimExpr) -> str:
         if _is_widening_int_cast(value.dtype, dtype):
@@ -179,17 +195,18 @@ class PrimExprPrinter:
         template = _INTRINSICS.get(name)
         if template is None:
             raise BuildError(f"code generation does not know the intrinsic {name}")
-        args = [self._wrap(a, _PREC_UNARY if name in ("tir.sigmoid", "tir.pow") else 0)
-                for a in node.args]
+        args = [
+            self._wrap(a, _PREC_UNARY if name in ("tir.sigmoid", "tir.pow") else 0)
+            for a in node.args
+        ]
         return template(args, node.dtype)
-
 
 
 class PythonCodegen(PrimExprPrinter):
     """Emit one PrimFunc as a Python function named ``name``."""
 
     def __init__(self, func: PrimFunc, name: str, *, parallel: bool = True):
-        super().__init__(NameTable(RESERVED))
+        super().__init__(NameSupply(RESERVED))
         self.func = func
         self.name = name
         self.parallel = parallel
@@ -242,7 +259,8 @@ class PythonCodegen(PrimExprPrinter):
         method = getattr(self, f"stmt_{type(node).__name__}", None)
         if method is None:
             raise BuildError(
-                f"code generation does not support the statement {type(node).__name__}")
+                f"code generation does not support the statement {type(node).__name__}"
+            )
         method(node)
 
     def body(self, node: S.Stmt) -> None:
@@ -276,8 +294,7 @@ class PythonCodegen(PrimExprPrinter):
         end = self.expr(E.Add(node.min, node.extent)) if not _is_zero(node.min) else None
         bounds = f"{begin}, {end}" if end is not None else self.expr(node.extent)
         # Only the outermost parallel loop becomes prange: nested prange would serialize.
-        use_prange = (node.kind == S.ForKind.PARALLEL and self.parallel
-                      and not self.inside_parallel)
+        use_prange = node.kind == S.ForKind.PARALLEL and self.parallel and not self.inside_parallel
         if node.kind == S.ForKind.VECTORIZED:
             self.emit("# vectorized: a simple innermost loop LLVM turns into SIMD")
         elif node.kind == S.ForKind.UNROLLED:
@@ -370,6 +387,7 @@ class PythonCodegen(PrimExprPrinter):
         extents = ", ".join(self.expr(e) for e in node.extents)
         self.emit(f"{name} = np.empty(({extents},), dtype=np.{node.dtype})")
         self.stmt(node.body)
+
 
 # Helpers a function may use; emitted once per generated module, only when needed.
 HELPER_SOURCE: dict[str, str] = {

@@ -83,8 +83,12 @@ def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, Gener
     """The complete module text of one kernel for ``target``."""
     jit = target.kind == "llvm"
     generated = generate_function(func, name, parallel=jit)
-    lines = [f"# mlckit kernel {name!r} for target {target.kind}", "import math", "",
-             "import numpy as np"]
+    lines = [
+        f"# mlckit kernel {name!r} for target {target.kind}",
+        "import math",
+        "",
+        "import numpy as np",
+    ]
     if jit:
         lines.append("from numba import njit, prange")
     else:

@@ -12,7 +12,7 @@ FLOAT_DTYPES = ("float16", "float32", "float64")
 INT_DTYPES = ("int8", "int16", "int32", "int64")
 UINT_DTYPES = ("uint8", "uint16", "uint32", "uint64")
 SCALAR_DTYPES = FLOAT_DTYPES + INT_DTYPES + UINT_DTYPES + ("bool",)
-ALL_DTYPES = SCALAR_DTYPES + ("handle", "void")
+ALL_DTYPES = (*SCALAR_DTYPES, "handle", "void")
 
 
 def check_dtype(dtype: object, what: str = "dtype") -> str:

@@ -51,8 +51,12 @@ class IRModule(Node):
     """
 
     # Not a dataclass: the mapping is mutable and keyed by GlobalVar.
-    def __init__(self, functions: Mapping[GlobalVar | str, BaseFunc] | None = None,
-                 attrs: Mapping[str, Any] | None = None, global_infos: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        functions: Mapping[GlobalVar | str, BaseFunc] | None = None,
+        attrs: Mapping[str, Any] | None = None,
+        global_infos: Mapping[str, Any] | None = None,
+    ):
         object.__setattr__(self, "span", None)
         object.__setattr__(self, "functions", {})
         object.__setattr__(self, "attrs", dict(attrs or {}))

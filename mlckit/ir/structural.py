@@ -25,8 +25,9 @@ from .node import Node
 
 
 class _Mismatch(Exception):
-    def __init__(self, path: str, lhs: Any, rhs: Any, reason: str,
-                 ancestors: list[tuple[Any, Any]]):
+    def __init__(
+        self, path: str, lhs: Any, rhs: Any, reason: str, ancestors: list[tuple[Any, Any]]
+    ):
         super().__init__(reason)
         self.path, self.lhs, self.rhs, self.reason = path, lhs, rhs, reason
         # The enclosing (lhs, rhs) node pairs, outermost first.
@@ -60,12 +61,16 @@ class _EqualChecker:
             if set(lhs) != set(rhs):
                 only_l = sorted(map(str, set(lhs) - set(rhs)))
                 only_r = sorted(map(str, set(rhs) - set(lhs)))
-                raise self._fail(path, lhs, rhs, f"keys differ: only left {only_l}, only right {only_r}")
+                raise self._fail(
+                    path, lhs, rhs, f"keys differ: only left {only_l}, only right {only_r}"
+                )
             for key in sorted(lhs, key=str):
                 self.check(lhs[key], rhs[key], f"{path}[{key!r}]", lhs_node, rhs_node)
         elif isinstance(lhs, np.ndarray):
-            if lhs.shape != rhs.shape or lhs.dtype != rhs.dtype or not np.array_equal(
-                lhs, rhs, equal_nan=lhs.dtype.kind == "f"
+            if (
+                lhs.shape != rhs.shape
+                or lhs.dtype != rhs.dtype
+                or not np.array_equal(lhs, rhs, equal_nan=lhs.dtype.kind == "f")
             ):
                 raise self._fail(path, lhs, rhs, "array contents differ")
         elif isinstance(lhs, float) or isinstance(rhs, float):
@@ -88,7 +93,9 @@ class _EqualChecker:
                     raise self._fail(path, lhs, rhs, "the two sides use different variables here")
                 return
             if id(rhs) in self.rhs_to_lhs:
-                raise self._fail(path, lhs, rhs, "the right side reuses a variable the left side does not")
+                raise self._fail(
+                    path, lhs, rhs, "the right side reuses a variable the left side does not"
+                )
             self.lhs_to_rhs[id(lhs)] = rhs
             self.rhs_to_lhs[id(rhs)] = lhs
             self.keepalive.append((lhs, rhs))
@@ -187,7 +194,11 @@ class _Hasher:
         elif isinstance(value, bool) or value is None:
             h.update(repr(value).encode())
         elif _is_number(value):
-            h.update(repr(float(value) if isinstance(value, (float, np.floating)) else int(value)).encode())
+            h.update(
+                repr(
+                    float(value) if isinstance(value, (float, np.floating)) else int(value)
+                ).encode()
+            )
         else:
             h.update(type(value).__name__.encode() + repr(value).encode())
 

@@ -30,9 +30,14 @@ class PassContext:
 
     _stack: list["PassContext"] = []
 
-    def __init__(self, opt_level: int = 2, required_pass: Sequence[str] = (),
-                 disabled_pass: Sequence[str] = (), instruments: Sequence[Any] = (),
-                 config: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        opt_level: int = 2,
+        required_pass: Sequence[str] = (),
+        disabled_pass: Sequence[str] = (),
+        instruments: Sequence[Any] = (),
+        config: dict[str, Any] | None = None,
+    ):
         self.opt_level = opt_level
         self.required_pass = list(required_pass)
         self.disabled_pass = list(disabled_pass)
@@ -89,7 +94,9 @@ class Pass:
         if not isinstance(mod, IRModule):
             raise MLCError(f"pass {self.info.name!r} expects an IRModule, got {type(mod).__name__}")
         ctx = PassContext.current()
-        if not all(_call_hook(i, "should_run", mod, self.info) is not False for i in ctx.instruments):
+        if not all(
+            _call_hook(i, "should_run", mod, self.info) is not False for i in ctx.instruments
+        ):
             return mod
         for instrument in ctx.instruments:
             _call_hook(instrument, "run_before_pass", mod, self.info)
@@ -119,8 +126,12 @@ class ModulePass(Pass):
 class FunctionPass(Pass):
     """Applies ``func(function, mod, ctx)`` to every function accepted by ``applies_to``."""
 
-    def __init__(self, func: Callable[[BaseFunc, IRModule, PassContext], BaseFunc],
-                 info: PassInfo, applies_to: Callable[[BaseFunc], bool]):
+    def __init__(
+        self,
+        func: Callable[[BaseFunc, IRModule, PassContext], BaseFunc],
+        info: PassInfo,
+        applies_to: Callable[[BaseFunc], bool],
+    ):
         self.func = func
         self.info = info
         self.applies_to = applies_to
@@ -136,8 +147,13 @@ class FunctionPass(Pass):
 class Sequential(Pass):
     """Runs passes in order, skipping those the PassContext does not enable."""
 
-    def __init__(self, passes: Sequence[Pass] = (), opt_level: int = 0, name: str = "sequential",
-                 required: Sequence[str] = ()):
+    def __init__(
+        self,
+        passes: Sequence[Pass] = (),
+        opt_level: int = 0,
+        name: str = "sequential",
+        required: Sequence[str] = (),
+    ):
         for p in passes:
             if not isinstance(p, Pass):
                 raise MLCError(f"Sequential takes passes, got {type(p).__name__}")
@@ -158,8 +174,13 @@ def _make_pass_decorator(make: Callable[[Callable, PassInfo], Pass], kind: str, 
     constructor takes the class's arguments and whose work is done by ``method``.
     """
 
-    def decorator(pass_func: Any = None, opt_level: int | None = None, name: str | None = None,
-                  required: Sequence[str] = (), traceable: bool = False) -> Any:
+    def decorator(
+        pass_func: Any = None,
+        opt_level: int | None = None,
+        name: str | None = None,
+        required: Sequence[str] = (),
+        traceable: bool = False,
+    ) -> Any:
         if opt_level is None:
             raise MLCError(f"{kind}: give opt_level=..., as in @{kind}(opt_level=0)")
 
@@ -167,8 +188,10 @@ def _make_pass_decorator(make: Callable[[Callable, PassInfo], Pass], kind: str, 
             info = PassInfo(opt_level, name or func_or_class.__name__, tuple(required), traceable)
             if inspect.isclass(func_or_class):
                 if not hasattr(func_or_class, method):
-                    raise MLCError(f"class {func_or_class.__name__} decorated with @{kind} "
-                                   f"needs a method {method}(self, ..., ctx)")
+                    raise MLCError(
+                        f"class {func_or_class.__name__} decorated with @{kind} "
+                        f"needs a method {method}(self, ..., ctx)"
+                    )
 
                 class ClassPass(Pass):
                     def __init__(self, *args: Any, **kwargs: Any):
@@ -200,8 +223,9 @@ module_pass.__doc__ = """Make a module pass from ``f(mod, ctx) -> mod`` or a cla
 
 def function_pass_for(applies_to: Callable[[BaseFunc], bool]):
     """A ``function_pass`` decorator applying to the functions ``applies_to`` accepts."""
-    return _make_pass_decorator(lambda f, info: FunctionPass(f, info, applies_to),
-                                "function_pass", "transform_function")
+    return _make_pass_decorator(
+        lambda f, info: FunctionPass(f, info, applies_to), "function_pass", "transform_function"
+    )
 
 
 function_pass = function_pass_for(lambda func: True)

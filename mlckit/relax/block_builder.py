@@ -90,29 +90,40 @@ class BlockBuilder:
         return self._mod
 
     # ------------------------------------------------------------------ scopes
-    def function(self, name: str, params: Var | Sequence[Var] | None = None,
-                 attrs: dict[str, Any] | None = None, pure: bool = True,
-                 private: bool = False) -> _FunctionScope:
+    def function(
+        self,
+        name: str,
+        params: Var | Sequence[Var] | None = None,
+        attrs: dict[str, Any] | None = None,
+        pure: bool = True,
+        private: bool = False,
+    ) -> _FunctionScope:
         """``with bb.function("main", [x, w]):`` opens a function; end it with
         ``bb.emit_func_output(result)``. Public functions get ``global_symbol = name``."""
         if self._func is not None:
-            raise MLCError(f"bb.function({name!r}) inside bb.function({self._func.name!r}): "
-                           "functions cannot be nested; build them one after the other")
+            raise MLCError(
+                f"bb.function({name!r}) inside bb.function({self._func.name!r}): "
+                "functions cannot be nested; build them one after the other"
+            )
         if name in self._mod:
             raise MLCError(f"the module already has a function named {name!r}")
         param_list = None if params is None else self._check_params(name, params)
-        return _FunctionScope(self, _FunctionFrame(name, param_list, dict(attrs or {}),
-                                                   private, pure))
+        return _FunctionScope(
+            self, _FunctionFrame(name, param_list, dict(attrs or {}), private, pure)
+        )
 
     def _check_params(self, name: str, params: Var | Sequence[Var]) -> list[Var]:
         items = [params] if isinstance(params, Var) else list(params)
         for p in items:
             if not isinstance(p, Var):
-                raise MLCError(f"the parameters of function {name!r} must be relax.Var, got "
-                               f"{type(p).__name__}")
+                raise MLCError(
+                    f"the parameters of function {name!r} must be relax.Var, got {type(p).__name__}"
+                )
             if p.struct_info_ is None:
-                raise MLCError(f"parameter {p.name_hint!r} of function {name!r} has no struct "
-                               "info: relax.Var(name, relax.TensorStructInfo(shape, dtype))")
+                raise MLCError(
+                    f"parameter {p.name_hint!r} of function {name!r} has no struct "
+                    "info: relax.Var(name, relax.TensorStructInfo(shape, dtype))"
+                )
             self._used_names.add(p.name_hint)
         return items
 
@@ -164,8 +175,10 @@ class BlockBuilder:
     def emit_output(self, output: Any, name_hint: str = "") -> Var:
         """Bind a dataflow block's result to a variable visible after the block."""
         if not self.current_block_is_dataflow():
-            raise MLCError("bb.emit_output(...) is only for results of a dataflow block "
-                           "(inside `with bb.dataflow():`); elsewhere use bb.emit(...)")
+            raise MLCError(
+                "bb.emit_output(...) is only for results of a dataflow block "
+                "(inside `with bb.dataflow():`); elsewhere use bb.emit(...)"
+            )
         value = self.normalize(output)
         var = Var(self._unique_name(name_hint or "gv"), value.struct_info_)
         self._append(VarBinding(var, value), var, value)
@@ -176,9 +189,11 @@ class BlockBuilder:
         dims in ``struct_info`` (``R.Tensor((m, 4))``) become defined from here on."""
         self._require_block("emit_match_cast")
         if not isinstance(struct_info, StructInfo):
-            raise MLCError("bb.emit_match_cast(value, struct_info): struct_info must be a "
-                           f"StructInfo such as R.Tensor((m, 4), \"float32\"), got "
-                           f"{type(struct_info).__name__}")
+            raise MLCError(
+                "bb.emit_match_cast(value, struct_info): struct_info must be a "
+                f'StructInfo such as R.Tensor((m, 4), "float32"), got '
+                f"{type(struct_info).__name__}"
+            )
         value = self.normalize(value)
         _check_match_cast(value.struct_info_, struct_info)
         var_cls = DataflowVar if self.current_block_is_dataflow() else Var
@@ -191,8 +206,7 @@ class BlockBuilder:
         self._require_block("emit_normalized")
         self._append(binding, binding.var, binding.value)  # type: ignore[attr-defined]
 
-    def emit_func_output(self, output: Any, params: Var | Sequence[Var] | None = None
-                         ) -> GlobalVar:
+    def emit_func_output(self, output: Any, params: Var | Sequence[Var] | None = None) -> GlobalVar:
         """Finish the open function with ``output`` as its result; returns its GlobalVar."""
         frame = self._func
         if frame is None:
@@ -200,17 +214,23 @@ class BlockBuilder:
         if frame.gvar is not None:
             raise MLCError(f"function {frame.name!r} already has its output")
         if self.current_block_is_dataflow():
-            raise MLCError("bb.emit_func_output(...) must be called after the dataflow block, "
-                           "outside `with bb.dataflow():` (return a variable from "
-                           "bb.emit_output)")
+            raise MLCError(
+                "bb.emit_func_output(...) must be called after the dataflow block, "
+                "outside `with bb.dataflow():` (return a variable from "
+                "bb.emit_output)"
+            )
         if params is not None:
             if frame.params is not None:
-                raise MLCError(f"the parameters of function {frame.name!r} were already given "
-                               "to bb.function(...)")
+                raise MLCError(
+                    f"the parameters of function {frame.name!r} were already given "
+                    "to bb.function(...)"
+                )
             frame.params = self._check_params(frame.name, params)
         if frame.params is None:
-            raise MLCError(f"function {frame.name!r} has no parameter list: pass it to "
-                           "bb.function(name, params) or bb.emit_func_output(output, params)")
+            raise MLCError(
+                f"function {frame.name!r} has no parameter list: pass it to "
+                "bb.function(name, params) or bb.emit_func_output(output, params)"
+            )
         if isinstance(output, (list, tuple)):
             output = Tuple(list(output))
         output = self.normalize(output)
@@ -219,7 +239,8 @@ class BlockBuilder:
                 raise MLCError(
                     f"the output {item.name_hint!r} of function {frame.name!r} is a dataflow "
                     "variable, which is not visible outside its dataflow block; bind it with "
-                    "bb.emit_output(...) inside the block and return that")
+                    "bb.emit_output(...) inside the block and return that"
+                )
         self._close_block_into_function()
         attrs = dict(frame.attrs)
         if not frame.private:
@@ -227,8 +248,9 @@ class BlockBuilder:
         body = SeqExpr(frame.blocks, output)
         # The result may only mention symbolic dims the parameters define (a dim from a
         # match_cast in the body is unknown to callers), as TVM's normalizer ensures.
-        param_dims = {id(v) for p in frame.params
-                      for v in definable_tir_vars_in_struct_info(p.struct_info_)}
+        param_dims = {
+            id(v) for p in frame.params for v in definable_tir_vars_in_struct_info(p.struct_info_)
+        }
         ret = erase_to_well_defined(output.struct_info_, lambda v: id(v) in param_dims)
         func = Function(frame.params, body, ret, is_pure=frame.pure, attrs=attrs)
         frame.gvar = GlobalVar(frame.name)
@@ -239,8 +261,10 @@ class BlockBuilder:
     def get(self) -> IRModule:
         """The module built so far (a snapshot: later builds do not change it)."""
         if self._func is not None and self._func.gvar is None:
-            raise MLCError(f"function {self._func.name!r} is still open; finish it with "
-                           "bb.emit_func_output(...)")
+            raise MLCError(
+                f"function {self._func.name!r} is still open; finish it with "
+                "bb.emit_func_output(...)"
+            )
         return self._mod.copy()
 
     finalize = get
@@ -249,8 +273,9 @@ class BlockBuilder:
         """Add ``func`` under a fresh name based on ``func_name``; an identical function
         already in the module is reused instead of added twice."""
         if not isinstance(func, BaseFunc):
-            raise MLCError(f"bb.add_func expects a relax.Function or tir.PrimFunc, got "
-                           f"{type(func).__name__}")
+            raise MLCError(
+                f"bb.add_func expects a relax.Function or tir.PrimFunc, got {type(func).__name__}"
+            )
         for gv, existing in self._mod.functions.items():
             if existing is func or structural_equal(existing, func):
                 return gv
@@ -266,8 +291,10 @@ class BlockBuilder:
     def update_func(self, gv: GlobalVar | str, func: BaseFunc) -> None:
         """Replace (or, as in TVM, add) the function ``gv`` names."""
         if not isinstance(func, BaseFunc):
-            raise MLCError(f"bb.update_func expects a relax.Function or tir.PrimFunc, got "
-                           f"{type(func).__name__}")
+            raise MLCError(
+                f"bb.update_func expects a relax.Function or tir.PrimFunc, got "
+                f"{type(func).__name__}"
+            )
         self._mod.update_func(gv, func)
         name = gv.name_hint if isinstance(gv, GlobalVar) else gv
         sinfo = getattr(func, "struct_info_", None)
@@ -282,8 +309,10 @@ class BlockBuilder:
     # ------------------------------------------------------------------ internals
     def _require_block(self, what: str) -> None:
         if not self._blocks:
-            raise MLCError(f"bb.{what}(...) must be called inside `with bb.function(...)` "
-                           "(or after bb.begin_binding_block())")
+            raise MLCError(
+                f"bb.{what}(...) must be called inside `with bb.function(...)` "
+                "(or after bb.begin_binding_block())"
+            )
 
     def _bind(self, value: Expr, name_hint: str) -> Var:
         var_cls = DataflowVar if self.current_block_is_dataflow() else Var
@@ -320,8 +349,10 @@ def _check_match_cast(value: StructInfo | None, target: StructInfo) -> None:
         elif value.ndim >= 0 and target.ndim >= 0 and value.ndim != target.ndim:
             why = f"{value.ndim} vs {target.ndim} dimensions"
     if why is not None:
-        raise StructInfoError(f"relax.match_cast: a value of {format_struct_info(value)} can "
-                              f"never match {format_struct_info(target)} ({why})")
+        raise StructInfoError(
+            f"relax.match_cast: a value of {format_struct_info(value)} can "
+            f"never match {format_struct_info(target)} ({why})"
+        )
 
 
 class _FunctionScope:
@@ -344,8 +375,10 @@ class _FunctionScope:
             bb._blocks.clear()
         bb._func = None
         if exc_type is None and not finished:
-            raise MLCError(f"function {self.frame.name!r} has no output: call "
-                           "bb.emit_func_output(result) before leaving `with bb.function(...)`")
+            raise MLCError(
+                f"function {self.frame.name!r} has no output: call "
+                "bb.emit_func_output(result) before leaving `with bb.function(...)`"
+            )
 
 
 class _DataflowScope:

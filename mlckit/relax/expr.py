@@ -216,8 +216,9 @@ class ExternFunc(LeafExpr):
 
     global_symbol: str = ""
 
-    def __init__(self, global_symbol: str, struct_info: StructInfo | None = None, *,
-                 span: Any = None):
+    def __init__(
+        self, global_symbol: str, struct_info: StructInfo | None = None, *, span: Any = None
+    ):
         object.__setattr__(self, "global_symbol", global_symbol)
         object.__setattr__(self, "struct_info_", struct_info or FuncStructInfo.opaque_func())
         object.__setattr__(self, "span", span)
@@ -232,8 +233,15 @@ class Call(Expr):
     attrs: "Attrs | None" = None
     sinfo_args: tuple[StructInfo, ...] = ()
 
-    def __init__(self, op: Any, args: Sequence[Any], attrs: Any = None,
-                 sinfo_args: Sequence[StructInfo] | None = None, *, span: Any = None):
+    def __init__(
+        self,
+        op: Any,
+        args: Sequence[Any],
+        attrs: Any = None,
+        sinfo_args: Sequence[StructInfo] | None = None,
+        *,
+        span: Any = None,
+    ):
         if not isinstance(op, (Op, GlobalVar, Expr)):
             raise IRError(f"relax.Call: cannot call a {type(op).__name__}")
         if attrs is not None and not isinstance(attrs, Attrs):
@@ -277,8 +285,11 @@ class Tuple(Expr):
         fields = tuple(convert_to_expr(f) for f in fields)
         object.__setattr__(self, "fields", fields)
         sinfos = [f.struct_info_ for f in fields]
-        object.__setattr__(self, "struct_info_",
-                           TupleStructInfo(sinfos) if all(s is not None for s in sinfos) else None)
+        object.__setattr__(
+            self,
+            "struct_info_",
+            TupleStructInfo(sinfos) if all(s is not None for s in sinfos) else None,
+        )
         object.__setattr__(self, "span", span)
 
     def __len__(self) -> int:
@@ -364,13 +375,25 @@ class Function(BaseFunc, Expr):
     is_pure: bool = True
     attrs: dict[str, Any] = field(default_factory=dict)
 
-    def __init__(self, params: Sequence[Var], body: Expr, ret_struct_info: StructInfo | None = None,
-                 is_pure: bool = True, attrs: dict[str, Any] | None = None, *, span: Any = None):
+    def __init__(
+        self,
+        params: Sequence[Var],
+        body: Expr,
+        ret_struct_info: StructInfo | None = None,
+        is_pure: bool = True,
+        attrs: dict[str, Any] | None = None,
+        *,
+        span: Any = None,
+    ):
         for p in params:
             if not isinstance(p, Var):
-                raise IRError(f"relax.Function parameters must be relax.Var, got {type(p).__name__}")
+                raise IRError(
+                    f"relax.Function parameters must be relax.Var, got {type(p).__name__}"
+                )
         if ret_struct_info is None:
-            ret_struct_info = body.struct_info_ if body.struct_info_ is not None else ObjectStructInfo()
+            ret_struct_info = (
+                body.struct_info_ if body.struct_info_ is not None else ObjectStructInfo()
+            )
         object.__setattr__(self, "params", tuple(params))
         object.__setattr__(self, "body", body)
         object.__setattr__(self, "ret_struct_info", ret_struct_info)
@@ -378,15 +401,18 @@ class Function(BaseFunc, Expr):
         object.__setattr__(self, "attrs", dict(attrs or {}))
         object.__setattr__(self, "span", span)
         param_sinfo = [p.struct_info_ or ObjectStructInfo() for p in params]
-        object.__setattr__(self, "struct_info_",
-                           FuncStructInfo(param_sinfo, ret_struct_info, self.is_pure))
+        object.__setattr__(
+            self, "struct_info_", FuncStructInfo(param_sinfo, ret_struct_info, self.is_pure)
+        )
 
 
 def convert_to_expr(value: Any) -> Expr:
     """Python values become relax expressions: tuples become Tuple, numbers PrimValue, ..."""
     if isinstance(value, (Expr, GlobalVar)):
         return value  # type: ignore[return-value]
-    if isinstance(value, PrimExpr) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+    if isinstance(value, PrimExpr) or (
+        isinstance(value, (int, float)) and not isinstance(value, bool)
+    ):
         return PrimValue(value)
     if isinstance(value, str):
         return StringImm(value)

@@ -195,8 +195,6 @@ class ExprVisitor(ExprFunctor):
         pass
 
 
-
-
 class ExprMutator(ExprFunctor):
     """Rewrites relax programs bottom-up, as TVM's ExprMutator.
 
@@ -297,10 +295,14 @@ class ExprMutator(ExprFunctor):
     def visit_seq_expr_(self, op: SeqExpr) -> Expr:
         blocks = [self.visit_binding_block(block) for block in op.blocks]
         body = self.visit_expr(op.body)
-        unchanged = body is op.body and len(blocks) == len(op.blocks) and all(
-            len(new.bindings) == len(old.bindings)
-            and all(a is b for a, b in zip(new.bindings, old.bindings))
-            for new, old in zip(blocks, op.blocks)
+        unchanged = (
+            body is op.body
+            and len(blocks) == len(op.blocks)
+            and all(
+                len(new.bindings) == len(old.bindings)
+                and all(a is b for a, b in zip(new.bindings, old.bindings))
+                for new, old in zip(blocks, op.blocks)
+            )
         )
         if unchanged:
             return op
@@ -346,8 +348,11 @@ class ExprMutator(ExprFunctor):
         """``var``, or a same-named replacement when its value's struct info changed."""
         from mlckit.ir.structural import structural_equal
 
-        if struct_info is None or var.struct_info_ is struct_info or structural_equal(
-                var.struct_info_, struct_info):
+        if (
+            struct_info is None
+            or var.struct_info_ is struct_info
+            or structural_equal(var.struct_info_, struct_info)
+        ):
             return var
         new_var = type(var)(var.name_hint, struct_info)
         self.var_remap_[var] = new_var
@@ -369,16 +374,20 @@ PyExprVisitor = ExprVisitor
 def mutator(cls: type) -> type:
     """Class decorator for mutators (``@relax.expr_functor.mutator``), as in TVM."""
     if not issubclass(cls, ExprMutator):
-        raise MLCError(f"@relax.expr_functor.mutator decorates a subclass of relax.PyExprMutator, "
-                       f"not {cls.__name__}")
+        raise MLCError(
+            f"@relax.expr_functor.mutator decorates a subclass of relax.PyExprMutator, "
+            f"not {cls.__name__}"
+        )
     return cls
 
 
 def visitor(cls: type) -> type:
     """Class decorator for visitors (``@relax.expr_functor.visitor``), as in TVM."""
     if not issubclass(cls, ExprVisitor):
-        raise MLCError(f"@relax.expr_functor.visitor decorates a subclass of relax.PyExprVisitor, "
-                       f"not {cls.__name__}")
+        raise MLCError(
+            f"@relax.expr_functor.visitor decorates a subclass of relax.PyExprVisitor, "
+            f"not {cls.__name__}"
+        )
     return cls
 
 

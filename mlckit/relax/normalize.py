@@ -73,8 +73,7 @@ class Normalizer(ExprFunctor):
     """Fills struct info; ``emit`` (given by a BlockBuilder inside a block) binds nested
     non-leaf arguments to variables, giving A-normal form."""
 
-    def __init__(self, ctx: BlockBuilder | None = None,
-                 emit: Callable[[Expr], Var] | None = None):
+    def __init__(self, ctx: BlockBuilder | None = None, emit: Callable[[Expr], Var] | None = None):
         self.ctx = ctx
         self.emit = emit
 
@@ -95,8 +94,9 @@ class Normalizer(ExprFunctor):
         if op.struct_info_ is None:
             raise MLCError(
                 f"variable {op.name_hint!r} has no struct info: create it with one, e.g. "
-                f"relax.Var({op.name_hint!r}, relax.TensorStructInfo((1, 784), \"float32\")), "
-                "or get it from bb.emit(...)")
+                f'relax.Var({op.name_hint!r}, relax.TensorStructInfo((1, 784), "float32")), '
+                "or get it from bb.emit(...)"
+            )
         return op
 
     visit_dataflow_var_ = visit_var_
@@ -147,11 +147,17 @@ class Normalizer(ExprFunctor):
         false_branch = inner.visit_expr(op.false_branch)
         _check_condition(cond)
         node = op
-        if cond is not op.cond or true_branch is not op.true_branch or (
-                false_branch is not op.false_branch):
+        if (
+            cond is not op.cond
+            or true_branch is not op.true_branch
+            or (false_branch is not op.false_branch)
+        ):
             node = If(cond, true_branch, false_branch, span=op.span)
-        set_cached(node, "struct_info_",
-                   struct_info_lca(true_branch.struct_info_, false_branch.struct_info_))
+        set_cached(
+            node,
+            "struct_info_",
+            struct_info_lca(true_branch.struct_info_, false_branch.struct_info_),
+        )
         return node
 
     def visit_seq_expr_(self, op: SeqExpr) -> Expr:
@@ -164,9 +170,13 @@ class Normalizer(ExprFunctor):
         body = inner.visit_expr(op.body)
         node = op if body is op.body else SeqExpr(op.blocks, body, span=op.span)
         # Symbolic dims that a match_cast inside defines are unknown outside the sequence.
-        inner_dims = {id(v) for block in op.blocks for b in block.bindings
-                      if isinstance(b, MatchCast)
-                      for v in definable_tir_vars_in_struct_info(b.struct_info)}
+        inner_dims = {
+            id(v)
+            for block in op.blocks
+            for b in block.bindings
+            if isinstance(b, MatchCast)
+            for v in definable_tir_vars_in_struct_info(b.struct_info)
+        }
         sinfo = body.struct_info_
         if inner_dims:
             sinfo = erase_to_well_defined(sinfo, lambda v: id(v) not in inner_dims)
@@ -185,8 +195,9 @@ class Normalizer(ExprFunctor):
     def visit_function_(self, op: Function) -> Expr:
         for param in op.params:
             if param.struct_info_ is None:
-                raise MLCError(f"parameter {param.name_hint!r} of a relax function has no "
-                               "struct info")
+                raise MLCError(
+                    f"parameter {param.name_hint!r} of a relax function has no struct info"
+                )
         self._nested().visit_expr(op.body)
         return op
 
@@ -201,19 +212,23 @@ def infer_call_struct_info(call: Call, ctx: BlockBuilder | None = None) -> Struc
     if isinstance(callee, Op):
         infer = callee.get_attr("FInferStructInfo")
         if infer is None:
-            raise MLCError(f"operator {callee.name} cannot be used in relax: it has no "
-                           "struct info inference")
+            raise MLCError(
+                f"operator {callee.name} cannot be used in relax: it has no struct info inference"
+            )
         if callee.num_inputs >= 0 and len(call.args) != callee.num_inputs:
             names = ", ".join(callee.get_attr("arg_names") or ())
-            raise StructInfoError(f"{callee.name} takes {callee.num_inputs} arguments "
-                                  f"({names}), got {len(call.args)}")
+            raise StructInfoError(
+                f"{callee.name} takes {callee.num_inputs} arguments ({names}), got {len(call.args)}"
+            )
         return infer(call, ctx)
     func_sinfo = _callee_struct_info(callee, ctx)
     if func_sinfo is None:
         return call.sinfo_args[0] if call.sinfo_args else ObjectStructInfo()
     if not isinstance(func_sinfo, FuncStructInfo):
-        raise StructInfoError(f"{_callee_name(callee)} is not a function, it is "
-                              f"{format_struct_info(func_sinfo)}; it cannot be called")
+        raise StructInfoError(
+            f"{_callee_name(callee)} is not a function, it is "
+            f"{format_struct_info(func_sinfo)}; it cannot be called"
+        )
     if func_sinfo.is_opaque():
         return call.sinfo_args[0] if call.sinfo_args else func_sinfo.ret
     return derive_call_ret_struct_info(func_sinfo, call)
@@ -258,12 +273,19 @@ def derive_call_ret_struct_info(func_sinfo: FuncStructInfo, call: Call) -> Struc
     return erase_to_well_defined(ret, lambda v: id(v) not in unbound)
 
 
-def _match(param: StructInfo, arg: StructInfo | None, vmap: dict[texpr.Var, texpr.PrimExpr],
-           name: str, index: int, call: Call) -> None:
+def _match(
+    param: StructInfo,
+    arg: StructInfo | None,
+    vmap: dict[texpr.Var, texpr.PrimExpr],
+    name: str,
+    index: int,
+    call: Call,
+) -> None:
     def mismatch(why: str) -> StructInfoError:
         return StructInfoError(
             f"{name}: argument {index} does not match the parameter: expected "
-            f"{format_struct_info(param)}, got {format_struct_info(arg)} ({why})")
+            f"{format_struct_info(param)}, got {format_struct_info(arg)} ({why})"
+        )
 
     if isinstance(param, ObjectStructInfo) or isinstance(arg, ObjectStructInfo) or arg is None:
         return
@@ -288,16 +310,23 @@ def _match(param: StructInfo, arg: StructInfo | None, vmap: dict[texpr.Var, texp
             _match_dims((param.value,), (arg.value,), vmap, mismatch)
     elif isinstance(param, TupleStructInfo):
         if not isinstance(arg, TupleStructInfo) or len(arg.fields) != len(param.fields):
-            raise mismatch("a tuple of a different length" if isinstance(arg, TupleStructInfo)
-                           else "not a tuple")
+            raise mismatch(
+                "a tuple of a different length"
+                if isinstance(arg, TupleStructInfo)
+                else "not a tuple"
+            )
         for p, a in zip(param.fields, arg.fields):
             _match(p, a, vmap, name, index, call)
     elif isinstance(param, FuncStructInfo) and not isinstance(arg, FuncStructInfo):
         raise mismatch("not a function")
 
 
-def _match_dims(params: Any, args: Any, vmap: dict[texpr.Var, texpr.PrimExpr],
-                mismatch: Callable[[str], StructInfoError]) -> None:
+def _match_dims(
+    params: Any,
+    args: Any,
+    vmap: dict[texpr.Var, texpr.PrimExpr],
+    mismatch: Callable[[str], StructInfoError],
+) -> None:
     if params is None or args is None:
         return
     for p, a in zip(params, args):
@@ -319,21 +348,27 @@ def _tuple_getitem_struct_info(value: Expr, index: int) -> StructInfo:
         if not 0 <= index < len(sinfo.fields):
             raise StructInfoError(
                 f"TupleGetItem: index {index} is out of range: {label} is a tuple of "
-                f"{len(sinfo.fields)} fields ({format_struct_info(sinfo)})")
+                f"{len(sinfo.fields)} fields ({format_struct_info(sinfo)})"
+            )
         return sinfo.fields[index]
     if isinstance(sinfo, ObjectStructInfo):
         return ObjectStructInfo()
-    raise StructInfoError(f"TupleGetItem: cannot take field {index} of {label}: it is "
-                          f"{format_struct_info(sinfo)}, not a tuple")
+    raise StructInfoError(
+        f"TupleGetItem: cannot take field {index} of {label}: it is "
+        f"{format_struct_info(sinfo)}, not a tuple"
+    )
 
 
 def _check_condition(cond: Expr) -> None:
     sinfo = cond.struct_info_
     ok = isinstance(sinfo, (PrimStructInfo, ObjectStructInfo)) or (
-        isinstance(sinfo, TensorStructInfo) and sinfo.ndim in (-1, 0))
+        isinstance(sinfo, TensorStructInfo) and sinfo.ndim in (-1, 0)
+    )
     if not ok:
-        raise StructInfoError(f"If: the condition must be a scalar (R.Prim or a 0-d tensor), "
-                              f"got {format_struct_info(sinfo)}")
+        raise StructInfoError(
+            f"If: the condition must be a scalar (R.Prim or a 0-d tensor), "
+            f"got {format_struct_info(sinfo)}"
+        )
 
 
 __all__ = ["Normalizer", "derive_call_ret_struct_info", "infer_call_struct_info", "normalize"]

@@ -69,8 +69,9 @@ class TensorStructInfo(StructInfo):
     dtype: str = "float32"
     ndim: int = -1
 
-    def __init__(self, shape: Any = None, dtype: str = "float32", ndim: int = -1, *,
-                 span: Any = None):
+    def __init__(
+        self, shape: Any = None, dtype: str = "float32", ndim: int = -1, *, span: Any = None
+    ):
         from .expr import Expr, ShapeExpr
 
         if shape is not None and not isinstance(shape, Expr):
@@ -116,8 +117,14 @@ class FuncStructInfo(StructInfo):
     ret: StructInfo = None  # type: ignore[assignment]
     purity: bool = True
 
-    def __init__(self, params: Sequence[StructInfo] | None, ret: StructInfo, purity: bool = True,
-                 *, span: Any = None):
+    def __init__(
+        self,
+        params: Sequence[StructInfo] | None,
+        ret: StructInfo,
+        purity: bool = True,
+        *,
+        span: Any = None,
+    ):
         object.__setattr__(self, "params", None if params is None else tuple(params))
         object.__setattr__(self, "ret", ret)
         object.__setattr__(self, "purity", purity)

@@ -42,13 +42,16 @@ class BenchmarkResult:
         return statistics.pstdev(self.results)
 
     def __str__(self) -> str:
-        return (f"Execution time summary:\n mean (ms)   median (ms)    max (ms)     min (ms)     "
-                f"std (ms)\n {self.mean * 1e3:9.4f}   {self.median * 1e3:9.4f}   "
-                f"{self.max * 1e3:9.4f}   {self.min * 1e3:9.4f}   {self.std * 1e3:9.4f}")
+        return (
+            f"Execution time summary:\n mean (ms)   median (ms)    max (ms)     min (ms)     "
+            f"std (ms)\n {self.mean * 1e3:9.4f}   {self.median * 1e3:9.4f}   "
+            f"{self.max * 1e3:9.4f}   {self.min * 1e3:9.4f}   {self.std * 1e3:9.4f}"
+        )
 
 
-def time_function(func: Callable[..., Any], number: int = 10, repeat: int = 1,
-                  min_repeat_ms: float = 0) -> Callable[..., BenchmarkResult]:
+def time_function(
+    func: Callable[..., Any], number: int = 10, repeat: int = 1, min_repeat_ms: float = 0
+) -> Callable[..., BenchmarkResult]:
     """Wrap ``func`` so that calling it times ``number`` runs per repeat, like TVM's evaluator."""
     if number < 1 or repeat < 1:
         raise MLCError("time_evaluator: number and repeat must be at least 1")
@@ -83,8 +86,10 @@ def as_numpy_args(name: str, args: Iterable[Any]) -> list[Any]:
         elif isinstance(arg, (int, float, np.number)):
             out.append(arg)
         else:
-            raise VMError(f"{name}: argument {index} is a {type(arg).__name__}; pass NDArrays, "
-                          "numpy arrays or numbers")
+            raise VMError(
+                f"{name}: argument {index} is a {type(arg).__name__}; pass NDArrays, "
+                "numpy arrays or numbers"
+            )
     return out
 
 
@@ -105,8 +110,9 @@ class PackedFunc:
 class Module:
     """What ``mlckit.build`` returns: ``lib["name"](*args)``, ``lib.source("name")``."""
 
-    def __init__(self, functions: dict[str, Callable[..., Any]], sources: dict[str, str],
-                 target: Any):
+    def __init__(
+        self, functions: dict[str, Callable[..., Any]], sources: dict[str, str], target: Any
+    ):
         self._functions = functions
         self._sources = sources
         self.target = target
@@ -139,8 +145,14 @@ class Module:
     def get_source(self, fmt: str = "") -> str:
         return self.source()
 
-    def time_evaluator(self, name: str, dev: Device | None = None, number: int = 10,
-                       repeat: int = 1, min_repeat_ms: float = 0) -> Callable[..., BenchmarkResult]:
+    def time_evaluator(
+        self,
+        name: str,
+        dev: Device | None = None,
+        number: int = 10,
+        repeat: int = 1,
+        min_repeat_ms: float = 0,
+    ) -> Callable[..., BenchmarkResult]:
         return time_function(self.get_function(name), number, repeat, min_repeat_ms)
 
     def __repr__(self) -> str:

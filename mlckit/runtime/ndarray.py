@@ -21,7 +21,9 @@ class Device:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Device) and (self.device_type, self.device_id) == (
-            other.device_type, other.device_id)
+            other.device_type,
+            other.device_id,
+        )
 
     def __hash__(self) -> int:
         return hash((self.device_type, self.device_id))

@@ -12,8 +12,9 @@ from mlckit.errors import MLCError
 _GLOBAL_FUNCS: dict[str, Callable[..., Any]] = {}
 
 
-def register_func(name: str | Callable[..., Any], f: Callable[..., Any] | None = None,
-                  override: bool = False) -> Any:
+def register_func(
+    name: str | Callable[..., Any], f: Callable[..., Any] | None = None, override: bool = False
+) -> Any:
     """Register ``f`` under ``name``; usable as ``@register_func("env.linear", override=True)``."""
     if callable(name) and f is None:
         func = name

@@ -30,8 +30,10 @@ def tensor(dtype: str, shape: Any, b64: str) -> NDArray:
     np_dtype = np.dtype(dtype).newbyteorder("<")
     count = int(np.prod(shape, dtype=np.int64))
     if len(raw) != count * np_dtype.itemsize:
-        raise MLCError(f"I.tensor: {len(raw)} bytes of data do not make a {dtype} tensor of "
-                       f"shape {shape} ({count * np_dtype.itemsize} bytes)")
+        raise MLCError(
+            f"I.tensor: {len(raw)} bytes of data do not make a {dtype} tensor of "
+            f"shape {shape} ({count * np_dtype.itemsize} bytes)"
+        )
     return array(np.frombuffer(raw, dtype=np_dtype).astype(dtype).reshape(shape))
 
 

@@ -39,17 +39,35 @@ from .parser.decorator import function
 from .parser.markers import statement
 
 __all__ = [
-    "Callable", "ExternFunc", "Object", "Prim", "Shape", "Tensor", "Tuple", "call_dps_packed",
-    "call_packed", "call_pure_packed", "call_tir", "const", "dataflow", "dtype", "func_attr",
-    "function", "match_cast", "output", "prim_value", "shape", "str", "symbol_scope",
+    "Callable",
+    "ExternFunc",
+    "Object",
+    "Prim",
+    "Shape",
+    "Tensor",
+    "Tuple",
+    "call_dps_packed",
+    "call_packed",
+    "call_pure_packed",
+    "call_tir",
+    "const",
+    "dataflow",
+    "dtype",
+    "func_attr",
+    "function",
+    "match_cast",
+    "output",
+    "prim_value",
+    "shape",
+    "str",
+    "symbol_scope",
     "to_struct_info",
 ]
 
 # ------------------------------------------------------------------------------ symbolic dims
 # The symbolic variables of the function being parsed, by name; None outside the parser, where
 # each struct info gets its own fresh variables.
-_SYMBOLS: ContextVar[dict[str, _TirVar] | None] = ContextVar("mlckit_script_symbols",
-                                                              default=None)
+_SYMBOLS: ContextVar[dict[str, _TirVar] | None] = ContextVar("mlckit_script_symbols", default=None)
 
 
 @contextmanager
@@ -70,8 +88,9 @@ def _dims(values: Sequence[Any]) -> list[Any]:
     for value in values:
         if isinstance(value, builtins.str):
             if not value.isidentifier():
-                raise MLCError(f"a symbolic dimension must be named by an identifier, got "
-                               f"{value!r}")
+                raise MLCError(
+                    f"a symbolic dimension must be named by an identifier, got {value!r}"
+                )
             value = table.setdefault(value, _TirVar(value, "int64"))
         dims.append(value)
     return dims
@@ -104,12 +123,15 @@ def to_struct_info(value: Any) -> StructInfo:
         return value.bare
     if isinstance(value, StructInfoBuilder):
         raise MLCError(f"R.{value.name} needs arguments to be a struct info")
-    raise MLCError(f"expected a struct info such as R.Tensor((3, 4), \"float32\"), got "
-                   f"{type(value).__name__} {value!r}")
+    raise MLCError(
+        f'expected a struct info such as R.Tensor((3, 4), "float32"), got '
+        f"{type(value).__name__} {value!r}"
+    )
 
 
-def _tensor(shape: Any = None, dtype: str | None = None, ndim: int = -1,
-            vdevice: Any = None) -> TensorStructInfo:
+def _tensor(
+    shape: Any = None, dtype: str | None = None, ndim: int = -1, vdevice: Any = None
+) -> TensorStructInfo:
     """A tensor's struct info: ``R.Tensor((n, 784), "float32")``, ``R.Tensor(ndim=2)``."""
     if isinstance(shape, builtins.str) and dtype is None:
         # The older R.Tensor("float32", ndim=2).
@@ -141,12 +163,14 @@ def _object() -> ObjectStructInfo:
     return ObjectStructInfo()
 
 
-def _callable(params: Sequence[Any] | None = None, ret: Any = None,
-              purity: bool = True) -> FuncStructInfo:
+def _callable(
+    params: Sequence[Any] | None = None, ret: Any = None, purity: bool = True
+) -> FuncStructInfo:
     """A function's struct info: ``R.Callable((R.Tensor(...),), R.Tensor(...))``."""
     param_sinfo = None if params is None else [to_struct_info(p) for p in params]
-    return FuncStructInfo(param_sinfo, ObjectStructInfo() if ret is None
-                          else to_struct_info(ret), purity)
+    return FuncStructInfo(
+        param_sinfo, ObjectStructInfo() if ret is None else to_struct_info(ret), purity
+    )
 
 
 Tensor = StructInfoBuilder("Tensor", _tensor, TensorStructInfo(None, None, -1))
@@ -161,27 +185,39 @@ Callable = StructInfoBuilder("Callable", _callable, FuncStructInfo.opaque_func()
 def _out_sinfo(op: str, out_sinfo: Any, out_ty: Any) -> Any:
     out = out_sinfo if out_sinfo is not None else out_ty
     if out is None:
-        raise MLCError(f"{op} needs the struct info of its output: "
-                       f'out_sinfo=R.Tensor(shape, "float32")')
-    if isinstance(out, (list, tuple)) and any(isinstance(o, (StructInfo, StructInfoBuilder))
-                                              for o in out):
+        raise MLCError(
+            f'{op} needs the struct info of its output: out_sinfo=R.Tensor(shape, "float32")'
+        )
+    if isinstance(out, (list, tuple)) and any(
+        isinstance(o, (StructInfo, StructInfoBuilder)) for o in out
+    ):
         return [to_struct_info(o) for o in out]
     return to_struct_info(out) if isinstance(out, StructInfoBuilder) else out
 
 
-def call_tir(gvar: Any, args: Any, out_sinfo: Any = None, tir_vars: Any = None,
-             dtype: str | None = None, *, out_ty: Any = None) -> _relax.Call:
+def call_tir(
+    gvar: Any,
+    args: Any,
+    out_sinfo: Any = None,
+    tir_vars: Any = None,
+    dtype: str | None = None,
+    *,
+    out_ty: Any = None,
+) -> _relax.Call:
     """``R.call_tir(cls.f, (x, w), out_sinfo=R.Tensor(...))``: call a TensorIR function of the
     module in destination-passing style (also the older ``(shape), dtype=`` and ``out_ty=``)."""
-    return _op.call_tir(gvar, args, _out_sinfo("R.call_tir", out_sinfo, out_ty), tir_vars,
-                        dtype=dtype)
+    return _op.call_tir(
+        gvar, args, _out_sinfo("R.call_tir", out_sinfo, out_ty), tir_vars, dtype=dtype
+    )
 
 
-def call_dps_packed(func: Any, args: Any, out_sinfo: Any = None, dtype: str | None = None, *,
-                    out_ty: Any = None) -> _relax.Call:
+def call_dps_packed(
+    func: Any, args: Any, out_sinfo: Any = None, dtype: str | None = None, *, out_ty: Any = None
+) -> _relax.Call:
     """``R.call_dps_packed("env.linear", (x, w), out_sinfo=R.Tensor(...))``."""
-    return _op.call_dps_packed(func, args, _out_sinfo("R.call_dps_packed", out_sinfo, out_ty),
-                               dtype=dtype)
+    return _op.call_dps_packed(
+        func, args, _out_sinfo("R.call_dps_packed", out_sinfo, out_ty), dtype=dtype
+    )
 
 
 def call_pure_packed(func: Any, *args: Any, sinfo_args: Any = None) -> _relax.Call:
@@ -244,7 +280,7 @@ def func_attr(attrs: dict) -> None:
     """Attributes of the function."""
 
 
-@statement("R", "y = R.match_cast(x, R.Tensor((n, 4), \"float32\"))")
+@statement("R", 'y = R.match_cast(x, R.Tensor((n, 4), "float32"))')
 def match_cast(value: Any, struct_info: Any) -> None:
     """Bind ``value`` with a more specific struct info, checked at run time."""
 

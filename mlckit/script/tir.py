@@ -26,13 +26,66 @@ from .parser.decorator import prim_func
 from .parser.markers import statement
 
 __all__ = [
-    "Buffer", "Cast", "Select", "abs", "alloc_buffer", "axis", "block", "block_attr", "bool",
-    "ceil", "cos", "erf", "evaluate", "exp", "fabs", "float16", "float32", "float64", "floor",
-    "floordiv", "floormod", "func_attr", "grid", "handle", "if_then_else", "init", "int8",
-    "int16", "int32", "int64", "log", "match_buffer", "max", "max_value", "min", "min_value",
-    "parallel", "pow", "prim_func", "reads", "round", "rsqrt", "sblock", "sblock_alloc_buffer",
-    "serial", "sigmoid", "sin", "sqrt", "tanh", "thread_binding", "truncdiv", "truncmod",
-    "uint8", "uint16", "uint32", "uint64", "unroll", "vectorized", "where", "writes",
+    "Buffer",
+    "Cast",
+    "Select",
+    "abs",
+    "alloc_buffer",
+    "axis",
+    "block",
+    "block_attr",
+    "bool",
+    "ceil",
+    "cos",
+    "erf",
+    "evaluate",
+    "exp",
+    "fabs",
+    "float16",
+    "float32",
+    "float64",
+    "floor",
+    "floordiv",
+    "floormod",
+    "func_attr",
+    "grid",
+    "handle",
+    "if_then_else",
+    "init",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "log",
+    "match_buffer",
+    "max",
+    "max_value",
+    "min",
+    "min_value",
+    "parallel",
+    "pow",
+    "prim_func",
+    "reads",
+    "round",
+    "rsqrt",
+    "sblock",
+    "sblock_alloc_buffer",
+    "serial",
+    "sigmoid",
+    "sin",
+    "sqrt",
+    "tanh",
+    "thread_binding",
+    "truncdiv",
+    "truncmod",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "unroll",
+    "vectorized",
+    "where",
+    "writes",
 ]
 
 
@@ -47,8 +100,10 @@ class DType:
 
     def __call__(self, value: Any = None) -> PrimExpr:
         if value is None:
-            raise MLCError(f"T.{self.dtype}() declares a symbolic variable; write it as an "
-                           f"assignment such as `n = T.{self.dtype}()`")
+            raise MLCError(
+                f"T.{self.dtype}() declares a symbolic variable; write it as an "
+                f"assignment such as `n = T.{self.dtype}()`"
+            )
         if self.dtype == "handle":
             raise MLCError("T.handle is a parameter type, not a value")
         if isinstance(value, PrimExpr):
@@ -63,10 +118,19 @@ class BufferType:
     """``T.Buffer(shape, dtype)`` (and the older ``T.Buffer[shape, dtype]``) declares a buffer;
     as a parameter annotation it gives the parameter its buffer."""
 
-    def __call__(self, shape: Any, dtype: str = "float32", data: Any = None,
-                 strides: Any = None, elem_offset: Any = None, scope: str = "global",
-                 align: int = 0, offset_factor: int = 0, buffer_type: str = "",
-                 axis_separators: Any = None) -> _tir.Buffer:
+    def __call__(
+        self,
+        shape: Any,
+        dtype: str = "float32",
+        data: Any = None,
+        strides: Any = None,
+        elem_offset: Any = None,
+        scope: str = "global",
+        align: int = 0,
+        offset_factor: int = 0,
+        buffer_type: str = "",
+        axis_separators: Any = None,
+    ) -> _tir.Buffer:
         if not isinstance(shape, (list, tuple)):
             shape = (shape,)
         return _tir.Buffer(data, dtype, shape, strides or (), elem_offset, "buffer", scope)
@@ -152,18 +216,35 @@ def func_attr(attrs: dict) -> None:
 
 
 @statement("T", 'X = T.match_buffer(x, shape, "float32")')
-def match_buffer(param: Any, shape: Any = None, dtype: str = "float32", data: Any = None,
-                 strides: Any = None, elem_offset: Any = None, scope: str = "global",
-                 align: int = -1, offset_factor: int = 0, buffer_type: str = "default",
-                 axis_separators: Any = None) -> None:
+def match_buffer(
+    param: Any,
+    shape: Any = None,
+    dtype: str = "float32",
+    data: Any = None,
+    strides: Any = None,
+    elem_offset: Any = None,
+    scope: str = "global",
+    align: int = -1,
+    offset_factor: int = 0,
+    buffer_type: str = "default",
+    axis_separators: Any = None,
+) -> None:
     """Give a handle parameter (or, in a block, a buffer region) a buffer."""
 
 
 @statement("T", 'Y = T.alloc_buffer(shape, "float32")')
-def alloc_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: Any = None,
-                 elem_offset: Any = None, scope: str = "global", align: int = -1,
-                 offset_factor: int = 0, buffer_type: str = "default",
-                 axis_separators: Any = None) -> None:
+def alloc_buffer(
+    shape: Any,
+    dtype: str = "float32",
+    data: Any = None,
+    strides: Any = None,
+    elem_offset: Any = None,
+    scope: str = "global",
+    align: int = -1,
+    offset_factor: int = 0,
+    buffer_type: str = "default",
+    axis_separators: Any = None,
+) -> None:
     """Allocate a buffer in the function's root block or in the enclosing block."""
 
 
@@ -193,8 +274,9 @@ def unroll(start: Any, stop: Any = None, *, annotations: dict | None = None) -> 
 
 
 @statement("T", 'for i in T.thread_binding(n, thread="threadIdx.x"):')
-def thread_binding(start: Any, stop: Any = None, thread: str | None = None, *,
-                   annotations: dict | None = None) -> None:
+def thread_binding(
+    start: Any, stop: Any = None, thread: str | None = None, *, annotations: dict | None = None
+) -> None:
     """A loop bound to a GPU thread axis (``blockIdx.x``, ``threadIdx.x``, ...)."""
 
 

@@ -12,7 +12,7 @@ from mlckit.script import ir as I
 from mlckit.script import relax as R
 from mlckit.script import tir as T
 
-# ruff: noqa: F821, E501 - TVMScript: names are defined by the parser; lines follow the course.
+# ruff: noqa: F821 - TVMScript: names are defined by the parser; lines follow the course.
 
 
 @I.ir_module
@@ -47,17 +47,21 @@ class Module:
                 Y[v_i, v_j] = T.max(X[v_i, v_j], T.float32(0.0))
 
     @R.function
-    def main(x: R.Tensor(("n", 784), dtype="float32"),
-             w0: R.Tensor((784, 256), dtype="float32"),
-             b0: R.Tensor((256,), dtype="float32"),
-             w1: R.Tensor((256, 10), dtype="float32"),
-             b1: R.Tensor((10,), dtype="float32")) -> R.Tensor(("n", 10), dtype="float32"):
+    def main(
+        x: R.Tensor(("n", 784), dtype="float32"),
+        w0: R.Tensor((784, 256), dtype="float32"),
+        b0: R.Tensor((256,), dtype="float32"),
+        w1: R.Tensor((256, 10), dtype="float32"),
+        b1: R.Tensor((10,), dtype="float32"),
+    ) -> R.Tensor(("n", 10), dtype="float32"):
         cls = Module
         n = T.int64()
         with R.dataflow():
             lv0 = R.call_tir(cls.linear, (x, w0, b0), out_sinfo=R.Tensor((n, 256), dtype="float32"))
             lv1 = R.call_tir(cls.relu, (lv0,), out_sinfo=R.Tensor((n, 256), dtype="float32"))
-            lv2 = R.call_tir(cls.linear, (lv1, w1, b1), out_sinfo=R.Tensor((n, 10), dtype="float32"))
+            lv2 = R.call_tir(
+                cls.linear, (lv1, w1, b1), out_sinfo=R.Tensor((n, 10), dtype="float32")
+            )
             R.output(lv2)
         return lv2
 
@@ -84,8 +88,12 @@ class MyModuleLegacy:
                 Y[vi, vj] = T.max(X[vi, vj], T.float32(0))
 
     @T.prim_func
-    def linear0(X: T.Buffer[(1, 784), "float32"], W: T.Buffer[(128, 784), "float32"],
-                B: T.Buffer[(128,), "float32"], Z: T.Buffer[(1, 128), "float32"]):
+    def linear0(
+        X: T.Buffer[(1, 784), "float32"],
+        W: T.Buffer[(128, 784), "float32"],
+        B: T.Buffer[(128,), "float32"],
+        Z: T.Buffer[(1, 128), "float32"],
+    ):
         T.func_attr({"global_symbol": "linear0", "tir.noalias": True})
         Y = T.alloc_buffer((1, 128), "float32")
         for i, j, k in T.grid(1, 128, 784):
@@ -100,8 +108,11 @@ class MyModuleLegacy:
                 Z[vi, vj] = Y[vi, vj] + B[vj]
 
     @R.function
-    def main(x: R.Tensor((1, 784), "float32"), w0: R.Tensor((128, 784), "float32"),
-             b0: R.Tensor((128,), "float32")):
+    def main(
+        x: R.Tensor((1, 784), "float32"),
+        w0: R.Tensor((128, 784), "float32"),
+        b0: R.Tensor((128,), "float32"),
+    ):
         with R.dataflow():
             lv0 = R.call_tir(linear0, (x, w0, b0), (1, 128), dtype="float32")
             out = R.call_tir(relu0, (lv0,), (1, 128), dtype="float32")
@@ -112,9 +123,13 @@ class MyModuleLegacy:
 @I.ir_module
 class MyModuleWithExternCall:
     @R.function
-    def main(x: R.Tensor((1, 784), "float32"), w0: R.Tensor((128, 784), "float32"),
-             b0: R.Tensor((128,), "float32"), w1: R.Tensor((10, 128), "float32"),
-             b1: R.Tensor((10,), "float32")):
+    def main(
+        x: R.Tensor((1, 784), "float32"),
+        w0: R.Tensor((128, 784), "float32"),
+        b0: R.Tensor((128,), "float32"),
+        w1: R.Tensor((10, 128), "float32"),
+        b1: R.Tensor((10,), "float32"),
+    ):
         with R.dataflow():
             lv0 = R.call_tir("env.linear", (x, w0, b0), (1, 128), dtype="float32")
             lv1 = R.call_tir("env.relu", (lv0,), (1, 128), dtype="float32")
@@ -126,8 +141,12 @@ class MyModuleWithExternCall:
 @I.ir_module
 class MyModuleMixture:
     @T.prim_func
-    def linear0(X: T.Buffer((1, 784), "float32"), W: T.Buffer((128, 784), "float32"),
-                B: T.Buffer((128,), "float32"), Z: T.Buffer((1, 128), "float32")):
+    def linear0(
+        X: T.Buffer((1, 784), "float32"),
+        W: T.Buffer((128, 784), "float32"),
+        B: T.Buffer((128,), "float32"),
+        Z: T.Buffer((1, 128), "float32"),
+    ):
         T.func_attr({"global_symbol": "linear0", "tir.noalias": True})
         Y = T.alloc_buffer((1, 128), "float32")
         for i, j, k in T.grid(1, 128, 784):
@@ -142,9 +161,13 @@ class MyModuleMixture:
                 Z[vi, vj] = Y[vi, vj] + B[vj]
 
     @R.function
-    def main(x: R.Tensor((1, 784), "float32"), w0: R.Tensor((128, 784), "float32"),
-             b0: R.Tensor((128,), "float32"), w1: R.Tensor((10, 128), "float32"),
-             b1: R.Tensor((10,), "float32")):
+    def main(
+        x: R.Tensor((1, 784), "float32"),
+        w0: R.Tensor((128, 784), "float32"),
+        b0: R.Tensor((128,), "float32"),
+        w1: R.Tensor((10, 128), "float32"),
+        b1: R.Tensor((10,), "float32"),
+    ):
         with R.dataflow():
             lv0 = R.call_tir(linear0, (x, w0, b0), (1, 128), dtype="float32")
             lv1 = R.call_tir("env.relu", (lv0,), (1, 128), dtype="float32")

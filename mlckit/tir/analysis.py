@@ -71,8 +71,12 @@ class _RegionCollector(StmtExprVisitor):
     def _relax(self, expr: PrimExpr) -> arith.IntervalSet:
         return self.analyzer.int_set(self._resolve(expr), self.dom)
 
-    def _record(self, table: dict[int, _Access], buffer: Buffer,
-                bounds: list[tuple[PrimExpr | None, PrimExpr | None]]) -> None:
+    def _record(
+        self,
+        table: dict[int, _Access],
+        buffer: Buffer,
+        bounds: list[tuple[PrimExpr | None, PrimExpr | None]],
+    ) -> None:
         old = table.get(id(buffer))
         if old is None:
             table[id(buffer)] = _Access(buffer, bounds)
@@ -84,8 +88,9 @@ class _RegionCollector(StmtExprVisitor):
             merged.append((lo, hi))
         old.bounds = merged
 
-    def _access_point(self, table: dict[int, _Access], buffer: Buffer,
-                      indices: tuple[PrimExpr, ...]) -> None:
+    def _access_point(
+        self, table: dict[int, _Access], buffer: Buffer, indices: tuple[PrimExpr, ...]
+    ) -> None:
         if id(buffer) in self.matched:
             self._access_region(table, self.matched[id(buffer)])
             return

@@ -26,16 +26,28 @@ class Buffer(Node):
     name: str = field(default="buffer", compare=False)
     _binds_like_var = True
 
-    def __init__(self, data: Var | None, dtype: str, shape: Sequence[Any],
-                 strides: Sequence[Any] = (), elem_offset: Any = None, name: str = "buffer",
-                 scope: str = "global", *, span: Any = None):
+    def __init__(
+        self,
+        data: Var | None,
+        dtype: str,
+        shape: Sequence[Any],
+        strides: Sequence[Any] = (),
+        elem_offset: Any = None,
+        name: str = "buffer",
+        scope: str = "global",
+        *,
+        span: Any = None,
+    ):
         shape = tuple(_as_index(s, "shape") for s in shape)
         object.__setattr__(self, "data", data if data is not None else Var(name, "handle"))
         object.__setattr__(self, "dtype", check_dtype(dtype, "buffer dtype"))
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "strides", tuple(_as_index(s, "strides") for s in strides))
-        object.__setattr__(self, "elem_offset",
-                           None if elem_offset is None else _as_index(elem_offset, "elem_offset"))
+        object.__setattr__(
+            self,
+            "elem_offset",
+            None if elem_offset is None else _as_index(elem_offset, "elem_offset"),
+        )
         object.__setattr__(self, "scope", scope)
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "span", span)
@@ -65,9 +77,15 @@ def _as_index(value: Any, what: str) -> PrimExpr:
     return expr
 
 
-def decl_buffer(shape: Sequence[Any], dtype: str = "float32", name: str = "buffer",
-                data: Var | None = None, strides: Sequence[Any] = (), elem_offset: Any = None,
-                scope: str = "global") -> Buffer:
+def decl_buffer(
+    shape: Sequence[Any],
+    dtype: str = "float32",
+    name: str = "buffer",
+    data: Var | None = None,
+    strides: Sequence[Any] = (),
+    elem_offset: Any = None,
+    scope: str = "global",
+) -> Buffer:
     """Declare a new buffer (TVM's ``tir.decl_buffer``)."""
     return Buffer(data, dtype, shape, strides, elem_offset, name, scope)
 
@@ -105,7 +123,9 @@ class BufferRegion(Node):
 
     @staticmethod
     def full_region(buffer: Buffer) -> "BufferRegion":
-        return BufferRegion(buffer, [Range.from_min_extent(convert(0, s.dtype), s) for s in buffer.shape])
+        return BufferRegion(
+            buffer, [Range.from_min_extent(convert(0, s.dtype), s) for s in buffer.shape]
+        )
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -527,12 +527,10 @@ def _match_types(a: PrimExpr, b: PrimExpr, what: str) -> tuple[PrimExpr, PrimExp
     if a.dtype == b.dtype:
         return a, b
     # A literal adopts the other side's type.
-    if isinstance(b, (IntImm, FloatImm)) and not isinstance(a, (IntImm, FloatImm)):
-        if (is_int(a.dtype) and isinstance(b, IntImm)) or is_float(a.dtype):
-            return a, make_const(b.value, a.dtype)
-    if isinstance(a, (IntImm, FloatImm)) and not isinstance(b, (IntImm, FloatImm)):
-        if (is_int(b.dtype) and isinstance(a, IntImm)) or is_float(b.dtype):
-            return make_const(a.value, b.dtype), b
+    if _literal_fits(b, a):
+        return a, make_const(b.value, a.dtype)
+    if _literal_fits(a, b):
+        return make_const(a.value, b.dtype), b
     if is_float(a.dtype) and not is_float(b.dtype):
         return a, Cast(a.dtype, b)
     if is_float(b.dtype) and not is_float(a.dtype):
@@ -542,6 +540,13 @@ def _match_types(a: PrimExpr, b: PrimExpr, what: str) -> tuple[PrimExpr, PrimExp
             return Cast(b.dtype, a), b
         return a, Cast(a.dtype, b)
     raise IRError(f"{what}: cannot combine operands of dtype {a.dtype} and {b.dtype}")
+
+
+def _literal_fits(literal: PrimExpr, other: PrimExpr) -> bool:
+    """Whether ``literal`` is a constant that can take the dtype of the non-constant ``other``."""
+    if not isinstance(literal, (IntImm, FloatImm)) or isinstance(other, (IntImm, FloatImm)):
+        return False
+    return (is_int(other.dtype) and isinstance(literal, IntImm)) or is_float(other.dtype)
 
 
 def _binary(cls: type, a: Any, b: Any) -> PrimExpr:
@@ -557,7 +562,9 @@ def _logical(cls: type, a: Any, b: Any) -> PrimExpr:
 def _as_bool(value: Any, what: str) -> PrimExpr:
     value = convert(value)
     if value.dtype != "bool":
-        raise IRError(f"`{what}` needs a boolean condition, got an expression of dtype {value.dtype}")
+        raise IRError(
+            f"`{what}` needs a boolean condition, got an expression of dtype {value.dtype}"
+        )
     return value
 
 

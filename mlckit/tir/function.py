@@ -27,9 +27,16 @@ class PrimFunc(BaseFunc):
     buffer_map: dict[Var, Buffer] = field(default_factory=dict)
     attrs: dict[str, Any] = field(default_factory=dict)
 
-    def __init__(self, params: Sequence[Var], body: Stmt, ret_type: Any = None,
-                 buffer_map: Mapping[Var, Buffer] | None = None,
-                 attrs: Mapping[str, Any] | None = None, *, span: Any = None):
+    def __init__(
+        self,
+        params: Sequence[Var],
+        body: Stmt,
+        ret_type: Any = None,
+        buffer_map: Mapping[Var, Buffer] | None = None,
+        attrs: Mapping[str, Any] | None = None,
+        *,
+        span: Any = None,
+    ):
         object.__setattr__(self, "params", tuple(params))
         object.__setattr__(self, "body", body)
         object.__setattr__(self, "ret_type", ret_type)

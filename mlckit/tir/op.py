@@ -98,7 +98,9 @@ def select(cond: Any, t: Any, f: Any) -> PrimExpr:
 
 
 def floordiv(a: Any, b: Any) -> PrimExpr:
-    return convert(a) // b if isinstance(a, PrimExpr) else convert(a, getattr(b, "dtype", None)) // b
+    return (
+        convert(a) // b if isinstance(a, PrimExpr) else convert(a, getattr(b, "dtype", None)) // b
+    )
 
 
 def floormod(a: Any, b: Any) -> PrimExpr:

@@ -96,9 +96,18 @@ class For(Stmt):
     thread_binding: IterVar | None = None
     annotations: dict[str, Any] = field(default_factory=dict)
 
-    def __init__(self, loop_var: Var, min: Any, extent: Any, kind: ForKind | int, body: Stmt,
-                 thread_binding: IterVar | None = None, annotations: dict[str, Any] | None = None,
-                 *, span: Any = None):
+    def __init__(
+        self,
+        loop_var: Var,
+        min: Any,
+        extent: Any,
+        kind: ForKind | int,
+        body: Stmt,
+        thread_binding: IterVar | None = None,
+        annotations: dict[str, Any] | None = None,
+        *,
+        span: Any = None,
+    ):
         object.__setattr__(self, "loop_var", loop_var)
         object.__setattr__(self, "min", convert(min, loop_var.dtype))
         object.__setattr__(self, "extent", convert(extent, loop_var.dtype))
@@ -158,11 +167,20 @@ class Block(Stmt):
     match_buffers: tuple[MatchBufferRegion, ...] = ()
     annotations: dict[str, Any] = field(default_factory=dict)
 
-    def __init__(self, iter_vars: Sequence[IterVar], reads: Sequence[BufferRegion],
-                 writes: Sequence[BufferRegion], name_hint: str, body: Stmt,
-                 init: Stmt | None = None, alloc_buffers: Sequence[Buffer] = (),
-                 match_buffers: Sequence[MatchBufferRegion] = (),
-                 annotations: dict[str, Any] | None = None, *, span: Any = None):
+    def __init__(
+        self,
+        iter_vars: Sequence[IterVar],
+        reads: Sequence[BufferRegion],
+        writes: Sequence[BufferRegion],
+        name_hint: str,
+        body: Stmt,
+        init: Stmt | None = None,
+        alloc_buffers: Sequence[Buffer] = (),
+        match_buffers: Sequence[MatchBufferRegion] = (),
+        annotations: dict[str, Any] | None = None,
+        *,
+        span: Any = None,
+    ):
         object.__setattr__(self, "iter_vars", tuple(iter_vars))
         object.__setattr__(self, "reads", tuple(reads))
         object.__setattr__(self, "writes", tuple(writes))
@@ -183,7 +201,9 @@ class BlockRealize(Stmt):
     predicate: PrimExpr = None  # type: ignore[assignment]
     block: Block = None  # type: ignore[assignment]
 
-    def __init__(self, iter_values: Sequence[Any], predicate: Any, block: Block, *, span: Any = None):
+    def __init__(
+        self, iter_values: Sequence[Any], predicate: Any, block: Block, *, span: Any = None
+    ):
         iter_values = tuple(convert(v) for v in iter_values)
         if len(iter_values) != len(block.iter_vars):
             raise IRError(

@@ -66,8 +66,12 @@ def _node_kinds() -> list[type]:
     kinds = []
     for module in (_expr, _stmt):
         for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, (PrimExpr, Stmt)) \
-                    and value.__module__ == module.__name__ and value not in abstract:
+            if (
+                isinstance(value, type)
+                and issubclass(value, (PrimExpr, Stmt))
+                and value.__module__ == module.__name__
+                and value not in abstract
+            ):
                 kinds.append(value)
     return kinds + list(_AUX_NODES)
 

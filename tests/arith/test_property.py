@@ -47,12 +47,21 @@ def evaluate(e, env):
         return evaluate(e.true_value if c else e.false_value, env)
     a, b = evaluate(e.a, env), evaluate(e.b, env)
     ops = {
-        Add: lambda: a + b, Sub: lambda: a - b, Mul: lambda: a * b,
-        FloorDiv: lambda: a // b, FloorMod: lambda: a % b,
-        Min: lambda: min(a, b), Max: lambda: max(a, b),
-        LT: lambda: int(a < b), LE: lambda: int(a <= b), GT: lambda: int(a > b),
-        GE: lambda: int(a >= b), EQ: lambda: int(a == b), NE: lambda: int(a != b),
-        And: lambda: int(bool(a) and bool(b)), Or: lambda: int(bool(a) or bool(b)),
+        Add: lambda: a + b,
+        Sub: lambda: a - b,
+        Mul: lambda: a * b,
+        FloorDiv: lambda: a // b,
+        FloorMod: lambda: a % b,
+        Min: lambda: min(a, b),
+        Max: lambda: max(a, b),
+        LT: lambda: int(a < b),
+        LE: lambda: int(a <= b),
+        GT: lambda: int(a > b),
+        GE: lambda: int(a >= b),
+        EQ: lambda: int(a == b),
+        NE: lambda: int(a != b),
+        And: lambda: int(bool(a) and bool(b)),
+        Or: lambda: int(bool(a) or bool(b)),
     }
     return ops[type(e)]()
 
@@ -66,13 +75,15 @@ leaves = st.one_of(
 def _extend(children):
     divisor = st.integers(1, 6).map(lambda v: IntImm("int32", v))
     arith = st.one_of(
-        st.tuples(st.sampled_from([Add, Sub, Mul, Min, Max]), children, children)
-        .map(lambda t: t[0](t[1], t[2])),
-        st.tuples(st.sampled_from([FloorDiv, FloorMod]), children, divisor)
-        .map(lambda t: t[0](t[1], t[2])),
-        st.tuples(st.sampled_from([LT, LE, GT, GE, EQ, NE]), children, children, children,
-                  children)
-        .map(lambda t: Select(t[0](t[1], t[2]), t[3], t[4])),
+        st.tuples(st.sampled_from([Add, Sub, Mul, Min, Max]), children, children).map(
+            lambda t: t[0](t[1], t[2])
+        ),
+        st.tuples(st.sampled_from([FloorDiv, FloorMod]), children, divisor).map(
+            lambda t: t[0](t[1], t[2])
+        ),
+        st.tuples(
+            st.sampled_from([LT, LE, GT, GE, EQ, NE]), children, children, children, children
+        ).map(lambda t: Select(t[0](t[1], t[2]), t[3], t[4])),
     )
     return arith
 

@@ -145,8 +145,9 @@ def test_comparisons_and_logic():
 def test_select_and_if_then_else():
     assert same(simplify(Select(x < x + 1, y, x)), y)
     assert same(simplify(Select(x < y, n, n)), n)
-    assert same(simplify(tir.if_then_else(x > x, FloatImm("float32", 1.0), 2.0)),
-                FloatImm("float32", 2.0))
+    assert same(
+        simplify(tir.if_then_else(x > x, FloatImm("float32", 1.0), 2.0)), FloatImm("float32", 2.0)
+    )
 
 
 def test_cast():

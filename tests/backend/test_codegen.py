@@ -15,8 +15,9 @@ from mlckit.script import tir as T
 
 
 @T.prim_func
-def mm_relu(A: T.Buffer((8, 16), "float32"), B: T.Buffer((16, 4), "float32"),
-            C: T.Buffer((8, 4), "float32")):
+def mm_relu(
+    A: T.Buffer((8, 16), "float32"), B: T.Buffer((16, 4), "float32"), C: T.Buffer((8, 4), "float32")
+):
     Y = T.alloc_buffer((8, 4), "float32")
     for i, j, k in T.grid(8, 4, 16):
         with T.block("Y"):
@@ -136,10 +137,17 @@ def _build(tree, env):
         return tir.IntImm("int32", tree)
     op, a, b = tree
     a, b = _build(a, env), _build(b, env)
-    return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
-            "//": lambda: tir.FloorDiv(a, b), "%": lambda: tir.FloorMod(a, b),
-            "truncdiv": lambda: tir.Div(a, b), "truncmod": lambda: tir.Mod(a, b),
-            "min": lambda: tir.op.min(a, b), "max": lambda: tir.op.max(a, b)}[op]()
+    return {
+        "+": lambda: a + b,
+        "-": lambda: a - b,
+        "*": lambda: a * b,
+        "//": lambda: tir.FloorDiv(a, b),
+        "%": lambda: tir.FloorMod(a, b),
+        "truncdiv": lambda: tir.Div(a, b),
+        "truncmod": lambda: tir.Mod(a, b),
+        "min": lambda: tir.op.min(a, b),
+        "max": lambda: tir.op.max(a, b),
+    }[op]()
 
 
 def _evaluate(tree, env):
@@ -151,9 +159,17 @@ def _evaluate(tree, env):
     a, b = _evaluate(a, env), _evaluate(b, env)
     if op in ("//", "%", "truncdiv", "truncmod") and b == 0:
         raise ZeroDivisionError
-    return {"+": a + b, "-": a - b, "*": a * b, "//": a // b if b else 0, "%": a % b if b else 0,
-            "truncdiv": int(a / b) if b else 0, "truncmod": a - int(a / b) * b if b else 0,
-            "min": min(a, b), "max": max(a, b)}[op]
+    return {
+        "+": a + b,
+        "-": a - b,
+        "*": a * b,
+        "//": a // b if b else 0,
+        "%": a % b if b else 0,
+        "truncdiv": int(a / b) if b else 0,
+        "truncmod": a - int(a / b) * b if b else 0,
+        "min": min(a, b),
+        "max": max(a, b),
+    }[op]
 
 
 @settings(max_examples=60, deadline=None)
@@ -166,8 +182,9 @@ def test_integer_semantics_match_tvm(tree, x_value, y_value):
     x, y = tir.Var("x"), tir.Var("y")
     out = tir.decl_buffer((1,), "int64", "out")
     value = tir.Cast("int64", _build(tree, {"x": x, "y": y}))
-    func = tir.PrimFunc([x, y, out.data], tir.BufferStore(out, value, [0]),
-                        buffer_map={out.data: out})
+    func = tir.PrimFunc(
+        [x, y, out.data], tir.BufferStore(out, value, [0]), buffer_map={out.data: out}
+    )
     result = np.zeros(1, "int64")
     mlckit.build(func, "python")["main"](x_value, y_value, result)
     assert result[0] == expected

@@ -39,8 +39,9 @@ def _run(cache: Path, tmp_path: Path) -> dict:
     script = tmp_path / "build_add_one.py"
     script.write_text(SCRIPT)
     env = dict(os.environ, MLCKIT_CACHE_DIR=str(cache))
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -12,7 +12,9 @@ def _sum_func(name_i: str, name_a: str):
     i = tir.Var(name_i, "int32")
     a = tir.decl_buffer((16,), "float32", name_a)
     b = tir.decl_buffer((16,), "float32", "B")
-    body = tir.For(i, 0, 16, tir.ForKind.SERIAL, tir.BufferStore(b, a[i] + tir.FloatImm("float32", 1.0), [i]))
+    body = tir.For(
+        i, 0, 16, tir.ForKind.SERIAL, tir.BufferStore(b, a[i] + tir.FloatImm("float32", 1.0), [i])
+    )
     return tir.PrimFunc([a.data, b.data], body, buffer_map={a.data: a, b.data: b})
 
 
@@ -54,10 +56,12 @@ def test_relax_vars_compare_by_struct_info_not_name():
     x = relax.Var("x", relax.TensorStructInfo((n, 4), "float32"))
     y = relax.Var("y", relax.TensorStructInfo((n, 4), "float32"))
     z = relax.Var("z", relax.TensorStructInfo((n, 4), "float16"))
-    assert structural_equal(relax.Function([x], relax.SeqExpr([], x)),
-                            relax.Function([y], relax.SeqExpr([], y)))
-    assert not structural_equal(relax.Function([x], relax.SeqExpr([], x)),
-                                relax.Function([z], relax.SeqExpr([], z)))
+    assert structural_equal(
+        relax.Function([x], relax.SeqExpr([], x)), relax.Function([y], relax.SeqExpr([], y))
+    )
+    assert not structural_equal(
+        relax.Function([x], relax.SeqExpr([], x)), relax.Function([z], relax.SeqExpr([], z))
+    )
 
 
 def test_constants_compare_by_value():

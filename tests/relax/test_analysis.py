@@ -89,6 +89,5 @@ def test_struct_info_helpers():
     assert_tensor(relax.analysis.struct_info_lca(tensor((n, 4)), tensor((n, 4))), (n, 4))
     lca_kinds = relax.analysis.struct_info_lca(tensor((4,)), relax.ShapeStructInfo([4]))
     assert isinstance(lca_kinds, relax.ObjectStructInfo)
-    substituted = relax.analysis.substitute_struct_info(tensor((n, 4)),
-                                                        {n: tir.IntImm("int64", 8)})
+    substituted = relax.analysis.substitute_struct_info(tensor((n, 4)), {n: tir.IntImm("int64", 8)})
     assert_tensor(substituted, (8, 4))

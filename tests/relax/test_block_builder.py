@@ -242,8 +242,10 @@ def test_emit_match_cast_defines_new_symbolic_dims():
     assert ret.shape is None and ret.ndim == 2 and ret.dtype == "float32"
     assert relax.analysis.well_formed(bb.get())
     q = relax.Var("q", tensor((2,)))
-    with pytest.raises(StructInfoError, match=r"relax\.match_cast.*dtype float32 vs int32"), \
-            bb.function("bad", [q]):
+    with (
+        pytest.raises(StructInfoError, match=r"relax\.match_cast.*dtype float32 vs int32"),
+        bb.function("bad", [q]),
+    ):
         bb.emit_match_cast(q, tensor((2,), "int32"))
 
 
@@ -252,18 +254,25 @@ def test_misuse_gives_clear_errors():
     bb = relax.BlockBuilder()
     with pytest.raises(MLCError, match=r"inside `with bb\.function"):
         bb.emit(relax.op.exp(x))
-    with pytest.raises(MLCError, match="only for results of a dataflow block"), \
-            bb.function("f", [x]):
+    with (
+        pytest.raises(MLCError, match="only for results of a dataflow block"),
+        bb.function("f", [x]),
+    ):
         bb.emit_output(x)
     with pytest.raises(MLCError, match="has no output"), bb.function("g", [x]):
         bb.emit(relax.op.exp(x))
-    with pytest.raises(MLCError, match="dataflow variable, which is not visible"), \
-            bb.function("h", [x]):
+    with (
+        pytest.raises(MLCError, match="dataflow variable, which is not visible"),
+        bb.function("h", [x]),
+    ):
         with bb.dataflow():
             lv = bb.emit(relax.op.exp(x))
         bb.emit_func_output(lv)
-    with pytest.raises(MLCError, match="after the dataflow block"), bb.function("k", [x]), \
-            bb.dataflow():
+    with (
+        pytest.raises(MLCError, match="after the dataflow block"),
+        bb.function("k", [x]),
+        bb.dataflow(),
+    ):
         bb.emit_func_output(bb.emit_output(x))
     with pytest.raises(MLCError, match="no struct info"):
         bb.function("u", [relax.Var("nosinfo")])

@@ -24,12 +24,31 @@ def infer(call):
 
 
 # ------------------------------------------------------------------------------ registry
-@pytest.mark.parametrize("name", [
-    "relax.add", "relax.subtract", "relax.multiply", "relax.divide", "relax.negative",
-    "relax.matmul", "relax.nn.relu", "relax.nn.dense", "relax.ewise_fma", "relax.permute_dims",
-    "relax.exp", "relax.sigmoid", "relax.tanh", "relax.nn.softmax", "relax.reshape", "relax.sum",
-    "relax.nn.gelu", "relax.call_tir", "relax.call_dps_packed", "relax.call_pure_packed",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "relax.add",
+        "relax.subtract",
+        "relax.multiply",
+        "relax.divide",
+        "relax.negative",
+        "relax.matmul",
+        "relax.nn.relu",
+        "relax.nn.dense",
+        "relax.ewise_fma",
+        "relax.permute_dims",
+        "relax.exp",
+        "relax.sigmoid",
+        "relax.tanh",
+        "relax.nn.softmax",
+        "relax.reshape",
+        "relax.sum",
+        "relax.nn.gelu",
+        "relax.call_tir",
+        "relax.call_dps_packed",
+        "relax.call_pure_packed",
+    ],
+)
 def test_ops_are_registered_with_inference(name):
     op = Op.get(name)
     assert op.name == name
@@ -80,8 +99,14 @@ def test_comparison_gives_bool_and_scalars_broadcast():
 
 def test_unary_ops_keep_struct_info():
     x = var("x", (n, 10))
-    for ctor in (relax.op.exp, relax.op.sigmoid, relax.op.tanh, relax.op.negative,
-                 relax.op.nn.relu, relax.op.nn.gelu):
+    for ctor in (
+        relax.op.exp,
+        relax.op.sigmoid,
+        relax.op.tanh,
+        relax.op.negative,
+        relax.op.nn.relu,
+        relax.op.nn.gelu,
+    ):
         assert_tensor(infer(ctor(x)), (n, 10))
     assert_tensor(infer(relax.op.nn.softmax(x, axis=1)), (n, 10))
 
@@ -170,45 +195,71 @@ def _raises(call, *fragments):
 
 
 def test_matmul_reduction_mismatch_names_op_and_shapes():
-    text = _raises(relax.op.matmul(var("x", (n, 784)), var("w", (256, 10))),
-                   "relax.matmul", "(n, 784)", "(256, 10)")
-    assert text == ("relax.matmul: the reduction dimensions differ: x has shape (n, 784) and "
-                    "w has shape (256, 10) (784 vs 256)")
+    text = _raises(
+        relax.op.matmul(var("x", (n, 784)), var("w", (256, 10))),
+        "relax.matmul",
+        "(n, 784)",
+        "(256, 10)",
+    )
+    assert text == (
+        "relax.matmul: the reduction dimensions differ: x has shape (n, 784) and "
+        "w has shape (256, 10) (784 vs 256)"
+    )
 
 
 def test_matmul_batch_dims_must_broadcast():
-    _raises(relax.op.matmul(var("a", (2, 3, 4)), var("b", (5, 4, 6))),
-            "relax.matmul", "(2, 3, 4)", "(5, 4, 6)")
+    _raises(
+        relax.op.matmul(var("a", (2, 3, 4)), var("b", (5, 4, 6))),
+        "relax.matmul",
+        "(2, 3, 4)",
+        "(5, 4, 6)",
+    )
 
 
 def test_add_shapes_must_broadcast():
-    _raises(relax.op.add(var("x", (3, 4)), var("y", (5,))), "relax.add", "(3, 4)", "(5,)",
-            "broadcast")
+    _raises(
+        relax.op.add(var("x", (3, 4)), var("y", (5,))), "relax.add", "(3, 4)", "(5,)", "broadcast"
+    )
 
 
 def test_add_dtypes_must_match():
-    _raises(relax.op.add(var("x", (3, 4)), var("y", (3, 4), "int32")),
-            "relax.add", "float32", "int32", "(3, 4)")
+    _raises(
+        relax.op.add(var("x", (3, 4)), var("y", (3, 4), "int32")),
+        "relax.add",
+        "float32",
+        "int32",
+        "(3, 4)",
+    )
 
 
-@pytest.mark.parametrize("axes, fragment", [
-    ([0, 0], "not a permutation"),
-    ([0], "has 1 entries"),
-    ([0, 2], "out of range"),
-])
+@pytest.mark.parametrize(
+    "axes, fragment",
+    [
+        ([0, 0], "not a permutation"),
+        ([0], "has 1 entries"),
+        ([0, 2], "out of range"),
+    ],
+)
 def test_permute_dims_bad_axes(axes, fragment):
-    _raises(relax.op.permute_dims(var("x", (3, 4)), axes), "relax.permute_dims", "(3, 4)",
-            fragment)
+    _raises(relax.op.permute_dims(var("x", (3, 4)), axes), "relax.permute_dims", "(3, 4)", fragment)
 
 
 def test_ewise_fma_shapes_must_match():
-    _raises(relax.op.ewise_fma(var("a", (3, 4)), var("b", (3, 4)), var("c", (3, 5))),
-            "relax.ewise_fma", "(3, 4)", "(3, 5)")
+    _raises(
+        relax.op.ewise_fma(var("a", (3, 4)), var("b", (3, 4)), var("c", (3, 5))),
+        "relax.ewise_fma",
+        "(3, 4)",
+        "(3, 5)",
+    )
 
 
 def test_dense_reduction_mismatch():
-    _raises(relax.op.dense(var("x", (1, 784)), var("w", (128, 100))),
-            "relax.nn.dense", "(1, 784)", "(128, 100)")
+    _raises(
+        relax.op.dense(var("x", (1, 784)), var("w", (128, 100))),
+        "relax.nn.dense",
+        "(1, 784)",
+        "(128, 100)",
+    )
 
 
 def test_float_only_ops_reject_integers():
@@ -233,8 +284,9 @@ def test_call_tir_rejects_bad_out_sinfo():
     with pytest.raises(StructInfoError, match=r"relax\.call_tir: out_sinfo must be"):
         relax.op.call_tir(gv, (x,), "float32")
     # A hand-built call is checked when it is normalized.
-    bad = relax.Call(Op.get("relax.call_tir"), [gv, relax.Tuple([x])], None,
-                     [relax.ShapeStructInfo(ndim=1)])
+    bad = relax.Call(
+        Op.get("relax.call_tir"), [gv, relax.Tuple([x])], None, [relax.ShapeStructInfo(ndim=1)]
+    )
     _raises(bad, "relax.call_tir", "out_sinfo", "R.Shape(ndim=1)")
 
 
@@ -284,8 +336,10 @@ def test_broadcasting_agrees_with_numpy(a, b):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.integers(1, 3), min_size=1, max_size=4).map(tuple),
-       st.lists(st.integers(1, 3), min_size=1, max_size=4).map(tuple))
+@given(
+    st.lists(st.integers(1, 3), min_size=1, max_size=4).map(tuple),
+    st.lists(st.integers(1, 3), min_size=1, max_size=4).map(tuple),
+)
 def test_matmul_agrees_with_numpy(a, b):
     call = relax.op.matmul(var("a", a), var("b", b))
     try:

@@ -66,8 +66,10 @@ def test_disagreeing_symbolic_dims_raise_vm_error():
     @mlckit.script.ir_module
     class TwoInputs:
         @mlckit.script.relax.function
-        def main(a: mlckit.script.relax.Tensor(("n", 4), "float32"),
-                 b: mlckit.script.relax.Tensor(("n", 4), "float32")):
+        def main(
+            a: mlckit.script.relax.Tensor(("n", 4), "float32"),
+            b: mlckit.script.relax.Tensor(("n", 4), "float32"),
+        ):
             return a
 
     vm = relax.VirtualMachine(relax.build(TwoInputs, "python"))
@@ -101,7 +103,9 @@ def env_functions():
     mlckit.runtime.remove_global_func("env.relu")
 
 
-@pytest.mark.parametrize("module", [MyModuleWithExternCall, MyModuleMixture], ids=["extern", "mixture"])
+@pytest.mark.parametrize(
+    "module", [MyModuleWithExternCall, MyModuleMixture], ids=["extern", "mixture"]
+)
 def test_registered_functions_are_called_with_destination_passing(module, env_functions):
     params = _mlp_weights(in_out=False, hidden=128)
     x = RNG.standard_normal((1, 784)).astype("float32")
@@ -125,8 +129,9 @@ def test_bind_params_then_call_with_the_input_alone():
     assert [p.name_hint for p in Module["main"].params] == ["x", "w0", "b0", "w1", "b1"]
     vm = relax.VirtualMachine(relax.build(bound, "python"))
     x = RNG.standard_normal((3, 784)).astype("float32")
-    np.testing.assert_allclose(vm["main"](x).numpy(), numpy_mlp(x, w0, b0, w1, b1),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        vm["main"](x).numpy(), numpy_mlp(x, w0, b0, w1, b1), rtol=1e-5, atol=1e-5
+    )
     with pytest.raises(mlckit.MLCError, match="has no parameter 'w9'"):
         relax.transform.BindParams("main", {"w9": w0})(Module)
     with pytest.raises(mlckit.MLCError, match="shape"):

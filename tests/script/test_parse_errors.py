@@ -14,173 +14,385 @@ from mlckit.script import ir as I
 from mlckit.script import relax as R
 from mlckit.script import tir as T
 
-TIR = '''@T.prim_func
+TIR = """@T.prim_func
 def f(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32"), n: T.int32):
-'''
-RELAX = '''@R.function
+"""
+RELAX = """@R.function
 def f(x: R.Tensor((3, 4), "float32"), y: R.Tensor((4, 5), "float32")):
-'''
+"""
 
 
 def block(body: str) -> str:
     """A TensorIR function whose body is a 2-d loop nest with a block around ``body``."""
-    lines = ["    for i, j in T.grid(4, 4):", '        with T.block("b"):',
-             '            vi, vj = T.axis.remap("SS", [i, j])']
+    lines = [
+        "    for i, j in T.grid(4, 4):",
+        '        with T.block("b"):',
+        '            vi, vj = T.axis.remap("SS", [i, j])',
+    ]
     lines += ["            " + line for line in body.splitlines()]
     return TIR + "\n".join(lines) + "\n"
 
 
 # (script, error type, line, key phrase)
 CASES = {
-    "unknown T name": (TIR + "    for i in T.grdi(4):\n        pass\n",
-                       ParseError, 3, "did you mean 'grid'"),
-    "unknown R name": (RELAX + "    z = R.multiplyy(x, x)\n    return z\n",
-                       ParseError, 3, "did you mean 'multiply'"),
-    "unknown I name": ("@I.ir_modul\nclass M:\n    pass\n",
-                       ParseError, 1, "did you mean 'ir_module'"),
-    "undefined variable": (block("B[vi, vj] = C[vi, vj]"), ParseError, 6,
-                           "name 'C' is not defined"),
-    "undefined variable with hint": (block("B[vi, vj] = A[vi, vjj]"), ParseError, 6,
-                                     "did you mean 'vj'"),
-    "remap kind count": (TIR + "    for i, j in T.grid(4, 4):\n        with T.block('b'):\n"
-                               "            vi, vj = T.axis.remap('SSR', [i, j])\n",
-                         ParseError, 5, "3 kinds 'SSR' for 2 loop variables"),
-    "remap kind letter": (TIR + "    for i, j in T.grid(4, 4):\n        with T.block('b'):\n"
-                                "            vi, vj = T.axis.remap('SQ', [i, j])\n",
-                          ParseError, 5, "unknown iterator kind 'Q'"),
-    "remap of a non-loop": (TIR + "    for i in range(4):\n        with T.block('b'):\n"
-                                  "            vi = T.axis.remap('S', [n])\n",
-                            ParseError, 5, "loop variables of enclosing loops"),
-    "R.output outside dataflow": (RELAX + "    z = R.matmul(x, y)\n    R.output(z)\n"
-                                          "    return z\n",
-                                  ParseError, 4, "R.output can only be used"),
-    "R.output not last": (RELAX + "    with R.dataflow():\n        z = R.matmul(x, y)\n"
-                                  "        R.output(z)\n        w = R.add(z, z)\n    return z\n",
-                          ParseError, 5, "must be the last statement"),
-    "dataflow var used after block": (RELAX + "    with R.dataflow():\n"
-                                              "        z = R.matmul(x, y)\n"
-                                              "        w = R.add(z, z)\n"
-                                              "        R.output(w)\n    return z\n",
-                                      ParseError, 7, "list it in R.output"),
-    "call with wrong arity": (block("B[vi, vj] = T.max(A[vi, vj])"), ParseError, 6,
-                              "wrong arguments to T.max(a, b)"),
-    "relax op with wrong arity": (RELAX + "    z = R.add(x)\n    return z\n", ParseError, 3,
-                                  "missing a required argument"),
-    "non-struct-info annotation": ("@R.function\ndef f(x: int):\n    return x\n",
-                                   ParseError, 2, "not a struct info"),
-    "non-struct-info binding annotation": (RELAX + "    z: T.int32 = R.add(x, x)\n"
-                                                   "    return z\n",
-                                           ParseError, 3, "not a struct info"),
-    "matmul shape mismatch": (RELAX + "    z = R.matmul(y, x)\n    return z\n",
-                              StructInfoError, 3, "relax.matmul"),
-    "add shape mismatch in dataflow": (RELAX + "    with R.dataflow():\n"
-                                               "        z = R.add(x, y)\n"
-                                               "        R.output(z)\n    return z\n",
-                                       StructInfoError, 4, "relax.add"),
-    "buffer with wrong number of indices": (block("B[vi, vj] = A[vi]"), ParseError, 6,
-                                            "2 dimensions but is indexed with 1"),
-    "store to undefined buffer": (block("Q[vi, vj] = A[vi, vj]"), ParseError, 6,
-                                  "name 'Q' is not defined"),
+    "unknown T name": (
+        TIR + "    for i in T.grdi(4):\n        pass\n",
+        ParseError,
+        3,
+        "did you mean 'grid'",
+    ),
+    "unknown R name": (
+        RELAX + "    z = R.multiplyy(x, x)\n    return z\n",
+        ParseError,
+        3,
+        "did you mean 'multiply'",
+    ),
+    "unknown I name": (
+        "@I.ir_modul\nclass M:\n    pass\n",
+        ParseError,
+        1,
+        "did you mean 'ir_module'",
+    ),
+    "undefined variable": (
+        block("B[vi, vj] = C[vi, vj]"),
+        ParseError,
+        6,
+        "name 'C' is not defined",
+    ),
+    "undefined variable with hint": (
+        block("B[vi, vj] = A[vi, vjj]"),
+        ParseError,
+        6,
+        "did you mean 'vj'",
+    ),
+    "remap kind count": (
+        TIR + "    for i, j in T.grid(4, 4):\n        with T.block('b'):\n"
+        "            vi, vj = T.axis.remap('SSR', [i, j])\n",
+        ParseError,
+        5,
+        "3 kinds 'SSR' for 2 loop variables",
+    ),
+    "remap kind letter": (
+        TIR + "    for i, j in T.grid(4, 4):\n        with T.block('b'):\n"
+        "            vi, vj = T.axis.remap('SQ', [i, j])\n",
+        ParseError,
+        5,
+        "unknown iterator kind 'Q'",
+    ),
+    "remap of a non-loop": (
+        TIR + "    for i in range(4):\n        with T.block('b'):\n"
+        "            vi = T.axis.remap('S', [n])\n",
+        ParseError,
+        5,
+        "loop variables of enclosing loops",
+    ),
+    "R.output outside dataflow": (
+        RELAX + "    z = R.matmul(x, y)\n    R.output(z)\n    return z\n",
+        ParseError,
+        4,
+        "R.output can only be used",
+    ),
+    "R.output not last": (
+        RELAX + "    with R.dataflow():\n        z = R.matmul(x, y)\n"
+        "        R.output(z)\n        w = R.add(z, z)\n    return z\n",
+        ParseError,
+        5,
+        "must be the last statement",
+    ),
+    "dataflow var used after block": (
+        RELAX + "    with R.dataflow():\n"
+        "        z = R.matmul(x, y)\n"
+        "        w = R.add(z, z)\n"
+        "        R.output(w)\n    return z\n",
+        ParseError,
+        7,
+        "list it in R.output",
+    ),
+    "call with wrong arity": (
+        block("B[vi, vj] = T.max(A[vi, vj])"),
+        ParseError,
+        6,
+        "wrong arguments to T.max(a, b)",
+    ),
+    "relax op with wrong arity": (
+        RELAX + "    z = R.add(x)\n    return z\n",
+        ParseError,
+        3,
+        "missing a required argument",
+    ),
+    "non-struct-info annotation": (
+        "@R.function\ndef f(x: int):\n    return x\n",
+        ParseError,
+        2,
+        "not a struct info",
+    ),
+    "non-struct-info binding annotation": (
+        RELAX + "    z: T.int32 = R.add(x, x)\n    return z\n",
+        ParseError,
+        3,
+        "not a struct info",
+    ),
+    "matmul shape mismatch": (
+        RELAX + "    z = R.matmul(y, x)\n    return z\n",
+        StructInfoError,
+        3,
+        "relax.matmul",
+    ),
+    "add shape mismatch in dataflow": (
+        RELAX + "    with R.dataflow():\n"
+        "        z = R.add(x, y)\n"
+        "        R.output(z)\n    return z\n",
+        StructInfoError,
+        4,
+        "relax.add",
+    ),
+    "buffer with wrong number of indices": (
+        block("B[vi, vj] = A[vi]"),
+        ParseError,
+        6,
+        "2 dimensions but is indexed with 1",
+    ),
+    "store to undefined buffer": (
+        block("Q[vi, vj] = A[vi, vj]"),
+        ParseError,
+        6,
+        "name 'Q' is not defined",
+    ),
     "store to a non-buffer": (block("n[vi] = A[vi, vj]"), ParseError, 6, "is not a buffer"),
-    "T.init outside block": (TIR + "    with T.init():\n        B[0, 0] = T.float32(0)\n",
-                             ParseError, 3, "inside a `with T.block"),
-    "T.axis outside block": (TIR + "    for i in range(4):\n"
-                                   "        vi = T.axis.spatial(4, i)\n",
-                             ParseError, 4, "inside a `with T.block"),
-    "T.reads outside block": (TIR + "    T.reads(A[0, 0])\n", ParseError, 3,
-                              "inside a `with T.block"),
-    "loop var used in block": (block("B[vi, vj] = A[i, vj]"), ParseError, 6,
-                               "loop variable 'i' is used directly inside block"),
-    "loop var used outside its loop": (TIR + "    for i in range(4):\n"
-                                             "        B[i, 0] = A[i, 0]\n"
-                                             "    B[i, 1] = A[0, 1]\n",
-                                       ParseError, 5, "used outside its loop"),
-    "return missing": (RELAX + "    z = R.matmul(x, y)\n", ParseError, 2,
-                       "must end with a return"),
-    "statement after return": (RELAX + "    return x\n    z = R.add(x, x)\n", ParseError, 4,
-                               "after `return`"),
-    "while loop": (TIR + "    while n < 4:\n        pass\n", ParseError, 3,
-                   "while loops are not supported"),
+    "T.init outside block": (
+        TIR + "    with T.init():\n        B[0, 0] = T.float32(0)\n",
+        ParseError,
+        3,
+        "inside a `with T.block",
+    ),
+    "T.axis outside block": (
+        TIR + "    for i in range(4):\n        vi = T.axis.spatial(4, i)\n",
+        ParseError,
+        4,
+        "inside a `with T.block",
+    ),
+    "T.reads outside block": (
+        TIR + "    T.reads(A[0, 0])\n",
+        ParseError,
+        3,
+        "inside a `with T.block",
+    ),
+    "loop var used in block": (
+        block("B[vi, vj] = A[i, vj]"),
+        ParseError,
+        6,
+        "loop variable 'i' is used directly inside block",
+    ),
+    "loop var used outside its loop": (
+        TIR + "    for i in range(4):\n        B[i, 0] = A[i, 0]\n    B[i, 1] = A[0, 1]\n",
+        ParseError,
+        5,
+        "used outside its loop",
+    ),
+    "return missing": (RELAX + "    z = R.matmul(x, y)\n", ParseError, 2, "must end with a return"),
+    "statement after return": (
+        RELAX + "    return x\n    z = R.add(x, x)\n",
+        ParseError,
+        4,
+        "after `return`",
+    ),
+    "while loop": (
+        TIR + "    while n < 4:\n        pass\n",
+        ParseError,
+        3,
+        "while loops are not supported",
+    ),
     "lambda": (TIR + "    g = lambda v: v\n", ParseError, 3, "lambda"),
-    "list comprehension": (TIR + "    xs = [k for k in range(3)]\n", ParseError, 3,
-                           "list comprehensions are not supported"),
+    "list comprehension": (
+        TIR + "    xs = [k for k in range(3)]\n",
+        ParseError,
+        3,
+        "list comprehensions are not supported",
+    ),
     "f-string": (RELAX + "    z = R.str(f'{x}')\n    return z\n", ParseError, 3, "f-strings"),
-    "try statement": (TIR + "    try:\n        pass\n    except Exception:\n        pass\n",
-                      ParseError, 3, "try/except"),
-    "dtype typo": ('@T.prim_func\ndef f(A: T.Buffer((4, 4), "flaot32")):\n    pass\n',
-                   ParseError, 2, "did you mean 'float32'"),
-    "relax dtype typo": ('@R.function\ndef f(x: R.Tensor((4,), "flot32")):\n    return x\n',
-                         ParseError, 2, "unknown dtype 'flot32'"),
-    "T.Buffer with a float shape": ('@T.prim_func\ndef f(A: T.Buffer((4.5, 4), "float32")):\n'
-                                    "    pass\n", ParseError, 2, "shape must be integers"),
-    "R.call_tir without out_sinfo": (RELAX + "    z = R.call_tir('env.f', (x,))\n"
-                                             "    return z\n",
-                                     ParseError, 3, "out_sinfo=R.Tensor"),
-    "assign to a function parameter": (TIR + "    n = 5\n", ParseError, 3,
-                                       "cannot assign to 'n': it is a function parameter"),
+    "try statement": (
+        TIR + "    try:\n        pass\n    except Exception:\n        pass\n",
+        ParseError,
+        3,
+        "try/except",
+    ),
+    "dtype typo": (
+        '@T.prim_func\ndef f(A: T.Buffer((4, 4), "flaot32")):\n    pass\n',
+        ParseError,
+        2,
+        "did you mean 'float32'",
+    ),
+    "relax dtype typo": (
+        '@R.function\ndef f(x: R.Tensor((4,), "flot32")):\n    return x\n',
+        ParseError,
+        2,
+        "unknown dtype 'flot32'",
+    ),
+    "T.Buffer with a float shape": (
+        '@T.prim_func\ndef f(A: T.Buffer((4.5, 4), "float32")):\n    pass\n',
+        ParseError,
+        2,
+        "shape must be integers",
+    ),
+    "R.call_tir without out_sinfo": (
+        RELAX + "    z = R.call_tir('env.f', (x,))\n    return z\n",
+        ParseError,
+        3,
+        "out_sinfo=R.Tensor",
+    ),
+    "assign to a function parameter": (
+        TIR + "    n = 5\n",
+        ParseError,
+        3,
+        "cannot assign to 'n': it is a function parameter",
+    ),
     "assign to a buffer parameter": (TIR + "    A = 5\n", ParseError, 3, "cannot assign to 'A'"),
-    "augmented assign to a scalar": (TIR + "    n += 1\n", ParseError, 3,
-                                     "cannot be reassigned"),
-    "T.block as an expression": (TIR + "    b = T.block('b')\n", ParseError, 3,
-                                 "`with T.block(name):`"),
-    "T.int64() as a value": (TIR + "    x = T.int64() + 1\n", ParseError, 3,
-                             "declares a symbolic variable"),
-    "missing TIR parameter type": ("@T.prim_func\ndef f(A):\n    pass\n", ParseError, 2,
-                                   "needs a type"),
-    "missing relax parameter type": ("@R.function\ndef f(x):\n    return x\n", ParseError, 2,
-                                     "needs a struct info annotation"),
-    "store of the wrong dtype": (TIR + "    A[0, 0] = n + 1\n", ParseError, 3,
-                                 "cannot store a int32 value"),
-    "two T.init": (TIR + "    for i in range(4):\n        with T.block('b'):\n"
-                         "            vi = T.axis.spatial(4, i)\n"
-                         "            with T.init():\n                B[vi, 0] = T.float32(0)\n"
-                         "            with T.init():\n                B[vi, 0] = T.float32(0)\n",
-                   ParseError, 8, "already has a T.init()"),
-    "unsupported with": (TIR + "    with open('x'):\n        pass\n", ParseError, 3,
-                         "`with T.block(name):`"),
-    "loop over a list": (TIR + "    for i in [1, 2]:\n        pass\n", ParseError, 3,
-                         "iterates over range"),
-    "float loop bound": (TIR + "    for i in range(4.0):\n        pass\n", ParseError, 3,
-                         "loop bounds must be integers"),
-    "grid with too few names": (TIR + "    for i in T.grid(4, 4):\n        pass\n", ParseError, 3,
-                                "2 nested loops need 2 loop variables, got 1"),
-    "T.where with a float": (TIR + "    for i in range(4):\n        with T.block('b'):\n"
-                                   "            vi = T.axis.spatial(4, i)\n"
-                                   "            T.where(T.float32(1))\n",
-                             ParseError, 6, "T.where"),
-    "match_buffer of a non-handle": (TIR + "    C = T.match_buffer(n, (4,), 'float32')\n",
-                                     ParseError, 3, "takes a T.handle parameter"),
-    "if without else in relax": (RELAX + "    if x:\n        z = x\n    return x\n",
-                                 ParseError, 3, "needs an `else` branch"),
+    "augmented assign to a scalar": (TIR + "    n += 1\n", ParseError, 3, "cannot be reassigned"),
+    "T.block as an expression": (
+        TIR + "    b = T.block('b')\n",
+        ParseError,
+        3,
+        "`with T.block(name):`",
+    ),
+    "T.int64() as a value": (
+        TIR + "    x = T.int64() + 1\n",
+        ParseError,
+        3,
+        "declares a symbolic variable",
+    ),
+    "missing TIR parameter type": (
+        "@T.prim_func\ndef f(A):\n    pass\n",
+        ParseError,
+        2,
+        "needs a type",
+    ),
+    "missing relax parameter type": (
+        "@R.function\ndef f(x):\n    return x\n",
+        ParseError,
+        2,
+        "needs a struct info annotation",
+    ),
+    "store of the wrong dtype": (
+        TIR + "    A[0, 0] = n + 1\n",
+        ParseError,
+        3,
+        "cannot store a int32 value",
+    ),
+    "two T.init": (
+        TIR + "    for i in range(4):\n        with T.block('b'):\n"
+        "            vi = T.axis.spatial(4, i)\n"
+        "            with T.init():\n                B[vi, 0] = T.float32(0)\n"
+        "            with T.init():\n                B[vi, 0] = T.float32(0)\n",
+        ParseError,
+        8,
+        "already has a T.init()",
+    ),
+    "unsupported with": (
+        TIR + "    with open('x'):\n        pass\n",
+        ParseError,
+        3,
+        "`with T.block(name):`",
+    ),
+    "loop over a list": (
+        TIR + "    for i in [1, 2]:\n        pass\n",
+        ParseError,
+        3,
+        "iterates over range",
+    ),
+    "float loop bound": (
+        TIR + "    for i in range(4.0):\n        pass\n",
+        ParseError,
+        3,
+        "loop bounds must be integers",
+    ),
+    "grid with too few names": (
+        TIR + "    for i in T.grid(4, 4):\n        pass\n",
+        ParseError,
+        3,
+        "2 nested loops need 2 loop variables, got 1",
+    ),
+    "T.where with a float": (
+        TIR + "    for i in range(4):\n        with T.block('b'):\n"
+        "            vi = T.axis.spatial(4, i)\n"
+        "            T.where(T.float32(1))\n",
+        ParseError,
+        6,
+        "T.where",
+    ),
+    "match_buffer of a non-handle": (
+        TIR + "    C = T.match_buffer(n, (4,), 'float32')\n",
+        ParseError,
+        3,
+        "takes a T.handle parameter",
+    ),
+    "if without else in relax": (
+        RELAX + "    if x:\n        z = x\n    return x\n",
+        ParseError,
+        3,
+        "needs an `else` branch",
+    ),
     "if branches assign different names": (
         '@R.function\ndef f(x: R.Tensor((3,), "float32"), c: R.Prim("bool")):\n'
         "    if c:\n        a = x\n    else:\n        b = x\n    return x\n",
-        ParseError, 6, "same name"),
-    "return inside dataflow": (RELAX + "    with R.dataflow():\n        z = R.add(x, x)\n"
-                                       "        return z\n",
-                               ParseError, 5, "`return` must be the last statement"),
-    "nested dataflow": (RELAX + "    with R.dataflow():\n        with R.dataflow():\n"
-                                "            pass\n    return x\n",
-                        ParseError, 4, "cannot be nested"),
-    "relax tuple unpacking": (RELAX + "    a, b = R.add(x, x)\n    return a\n", ParseError, 3,
-                              "t[0], t[1]"),
-    "legacy relax op typo": ("from mlckit import relax\n" + RELAX.replace("def f", "def g")
-                             + "    z = relax.multiplyy(x, x)\n    return z\n",
-                             ParseError, 4, "did you mean 'multiply'"),
+        ParseError,
+        6,
+        "same name",
+    ),
+    "return inside dataflow": (
+        RELAX + "    with R.dataflow():\n        z = R.add(x, x)\n        return z\n",
+        ParseError,
+        5,
+        "`return` must be the last statement",
+    ),
+    "nested dataflow": (
+        RELAX + "    with R.dataflow():\n        with R.dataflow():\n"
+        "            pass\n    return x\n",
+        ParseError,
+        4,
+        "cannot be nested",
+    ),
+    "relax tuple unpacking": (
+        RELAX + "    a, b = R.add(x, x)\n    return a\n",
+        ParseError,
+        3,
+        "t[0], t[1]",
+    ),
+    "legacy relax op typo": (
+        "from mlckit import relax\n"
+        + RELAX.replace("def f", "def g")
+        + "    z = relax.multiplyy(x, x)\n    return z\n",
+        ParseError,
+        4,
+        "did you mean 'multiply'",
+    ),
     "call_tir of an unknown module function": (
         "@I.ir_module\nclass M:\n    @R.function\n"
         '    def main(x: R.Tensor((4,), "float32")):\n        cls = M\n'
         '        y = R.call_tir(cls.mainn, (x,), out_sinfo=R.Tensor((4,), "float32"))\n'
         "        return y\n",
-        ParseError, 6, "did you mean 'main'"),
-    "statement in a module class": ("@I.ir_module\nclass M:\n    x = 1\n", ParseError, 3,
-                                    "holds only functions"),
+        ParseError,
+        6,
+        "did you mean 'main'",
+    ),
+    "statement in a module class": (
+        "@I.ir_module\nclass M:\n    x = 1\n",
+        ParseError,
+        3,
+        "holds only functions",
+    ),
     "python syntax error": ("@T.prim_func\ndef f(:\n", ParseError, 2, "invalid Python syntax"),
-    "two definitions in text": ("@T.prim_func\ndef f():\n    pass\n\n"
-                                "@T.prim_func\ndef g():\n    pass\n",
-                                ParseError, 6, "exactly one"),
-    "unknown decorator option": ("@T.prim_func(privat=True)\ndef f():\n    pass\n",
-                                 ParseError, 1, "no option 'privat'"),
+    "two definitions in text": (
+        "@T.prim_func\ndef f():\n    pass\n\n@T.prim_func\ndef g():\n    pass\n",
+        ParseError,
+        6,
+        "exactly one",
+    ),
+    "unknown decorator option": (
+        "@T.prim_func(privat=True)\ndef f():\n    pass\n",
+        ParseError,
+        1,
+        "no option 'privat'",
+    ),
 }
 
 
@@ -225,10 +437,12 @@ def _line_of(marker: str) -> int:
 
 def test_decorated_function_error_is_located_in_this_file():
     with pytest.raises(ParseError) as info:
+
         @T.prim_func
         def f(A: T.Buffer((4,), "float32")):
             for i in range(4):
                 A[i] = undefined_thing  # marker: undefined
+
     assert info.value.filename == __file__
     assert info.value.lineno == _line_of("# marker: undefined")
     assert info.value.col == len("                A[i] = ")
@@ -236,12 +450,14 @@ def test_decorated_function_error_is_located_in_this_file():
 
 def test_module_error_is_located_in_this_file():
     with pytest.raises(StructInfoError) as info:
+
         @I.ir_module
         class Broken:
             @R.function
             def main(x: R.Tensor((2, 3), "float32")):
                 y = R.matmul(x, x)  # marker: matmul
                 return y
+
     assert info.value.lineno == _line_of("# marker: matmul")
     assert f"{__file__}:{info.value.lineno}:" in str(info.value)
 

@@ -63,17 +63,21 @@ class Module:
                 Y[v_i, v_j] = T.max(X[v_i, v_j], T.float32(0.0))
 
     @R.function
-    def main(x: R.Tensor(("n", 784), dtype="float32"),
-             w0: R.Tensor((784, 256), dtype="float32"),
-             b0: R.Tensor((256,), dtype="float32"),
-             w1: R.Tensor((256, 10), dtype="float32"),
-             b1: R.Tensor((10,), dtype="float32")) -> R.Tensor(("n", 10), dtype="float32"):
+    def main(
+        x: R.Tensor(("n", 784), dtype="float32"),
+        w0: R.Tensor((784, 256), dtype="float32"),
+        b0: R.Tensor((256,), dtype="float32"),
+        w1: R.Tensor((256, 10), dtype="float32"),
+        b1: R.Tensor((10,), dtype="float32"),
+    ) -> R.Tensor(("n", 10), dtype="float32"):
         cls = Module
         n = T.int64()
         with R.dataflow():
             lv0 = R.call_tir(cls.linear, (x, w0, b0), out_sinfo=R.Tensor((n, 256), dtype="float32"))
             lv1 = R.call_tir(cls.relu, (lv0,), out_sinfo=R.Tensor((n, 256), dtype="float32"))
-            lv2 = R.call_tir(cls.linear, (lv1, w1, b1), out_sinfo=R.Tensor((n, 10), dtype="float32"))
+            lv2 = R.call_tir(
+                cls.linear, (lv1, w1, b1), out_sinfo=R.Tensor((n, 10), dtype="float32")
+            )
             R.output(lv2)
         return lv2
 
@@ -270,7 +274,10 @@ def test_prim_func_structure():
     block = realize.block
     assert block.name_hint == "Y"
     assert [iv.iter_type for iv in block.iter_vars] == [
-        tir.IterVar.DataPar, tir.IterVar.DataPar, tir.IterVar.CommReduce]
+        tir.IterVar.DataPar,
+        tir.IterVar.DataPar,
+        tir.IterVar.CommReduce,
+    ]
     assert block.iter_vars[2].dom.extent is K
     assert realize.iter_values[0] is loop_i.loop_var
     assert isinstance(block.init, tir.BufferStore)
@@ -285,7 +292,11 @@ def test_int32_extents_give_int32_loops():
 
 def test_legacy_module_parses():
     assert [gv.name_hint for gv in LegacyModule.functions] == [
-        "relu0", "linear0", "linear1", "main"]
+        "relu0",
+        "linear0",
+        "linear1",
+        "main",
+    ]
     relu0 = LegacyModule["relu0"]
     assert relu0.attrs == {"global_symbol": "relu0", "tir.noalias": True}
     buffers = [relu0.buffer_map[p] for p in relu0.params]
@@ -312,7 +323,12 @@ def test_nested_calls_are_bound_first():
     assert isinstance(relax_mlp, relax.Function)
     bindings = relax_mlp.body.blocks[0].bindings
     assert [b.value.op.name for b in bindings] == [
-        "relax.matmul", "relax.add", "relax.nn.relu", "relax.matmul", "relax.add"]
+        "relax.matmul",
+        "relax.add",
+        "relax.nn.relu",
+        "relax.matmul",
+        "relax.add",
+    ]
     assert bindings[1].value.args[0] is bindings[0].var
     n = relax_mlp.params[0].struct_info.shape.values[0]
     assert_structural_equal(bindings[4].var.struct_info, tensor((n, 10)))
@@ -342,8 +358,9 @@ def test_explicit_regions_equal_inferred_ones():
                     B[vi] = T.float32(0)
                 B[vi] = B[vi] + A[vi, vk]
 
-    assert_structural_equal(implicit.with_attr("global_symbol", "x"),
-                            explicit.with_attr("global_symbol", "x"))
+    assert_structural_equal(
+        implicit.with_attr("global_symbol", "x"), explicit.with_attr("global_symbol", "x")
+    )
 
 
 def test_legacy_buffer_subscript_equals_call():
@@ -355,8 +372,9 @@ def test_legacy_buffer_subscript_equals_call():
     def new(A: T.Buffer((2, 3), "float32")):
         A[0, 0] = T.float32(1)
 
-    assert_structural_equal(old.with_attr("global_symbol", "f"),
-                            new.with_attr("global_symbol", "f"))
+    assert_structural_equal(
+        old.with_attr("global_symbol", "f"), new.with_attr("global_symbol", "f")
+    )
 
 
 def test_statements_and_expressions():
@@ -502,9 +520,14 @@ class Features:
         return y
 
     @R.function(pure=False)
-    def main(x: R.Tensor(("m",), "float32"), c: R.Prim("bool"), s: R.Shape(ndim=2),
-             o: R.Object, t: R.Tuple(R.Tensor, R.Tensor((4,), "float32")),
-             f: R.Callable((R.Tensor((4,), "float32"),), R.Tensor((4,), "float32"))):
+    def main(
+        x: R.Tensor(("m",), "float32"),
+        c: R.Prim("bool"),
+        s: R.Shape(ndim=2),
+        o: R.Object,
+        t: R.Tuple(R.Tensor, R.Tensor((4,), "float32")),
+        f: R.Callable((R.Tensor((4,), "float32"),), R.Tensor((4,), "float32")),
+    ):
         R.func_attr({"num_input": 1})
         m = T.int64()
         y = R.match_cast(x, R.Tensor((4,), "float32"))
@@ -551,7 +574,7 @@ def test_relax_features():
 
 
 def test_metadata_constants_from_source():
-    text = '''
+    text = """
 # from mlckit.script import ir as I
 # from mlckit.script import relax as R
 
@@ -568,7 +591,7 @@ metadata = {
         I.tensor("float32", (2, 2), "AACAPwAAAEAAAEBAAACAQA=="),
     ],
 }
-'''
+"""
     mod = from_source(text)
     first, second = mod["main"].body.blocks[0].bindings
     const = first.value.args[1]
@@ -588,12 +611,12 @@ def test_metadata_from_defining_frame():
 
 
 def test_from_source_and_parse_on_text():
-    text = '''
+    text = """
 @T.prim_func
 def f(A: T.Buffer((4,), "float32")):
     for i in range(4):
         A[i] = T.float32(0)
-'''
+"""
     func = from_source(text)
     assert isinstance(func, tir.PrimFunc) and func.attrs["global_symbol"] == "f"
     assert_structural_equal(parse(text), func)
@@ -602,8 +625,12 @@ def f(A: T.Buffer((4,), "float32")):
 
 
 def test_many_bindings():
-    lines = ["@R.function", 'def big(x: R.Tensor((4, 4), "float32")):', "    with R.dataflow():",
-             "        v0 = R.add(x, x)"]
+    lines = [
+        "@R.function",
+        'def big(x: R.Tensor((4, 4), "float32")):',
+        "    with R.dataflow():",
+        "        v0 = R.add(x, x)",
+    ]
     lines += [f"        v{i} = R.add(v{i - 1}, x)" for i in range(1, 2000)]
     lines += ["        R.output(v1999)", "    return v1999"]
     func = from_source("\n".join(lines))
@@ -659,9 +686,13 @@ def test_notebook_cell_without_future_annotations():
 
 # ------------------------------------------------------------------------ round trips
 ROUND_TRIP = {
-    "Module": Module, "MyModule": MyModule, "LegacyModule": LegacyModule,
-    "MyModuleWithExternCall": MyModuleWithExternCall, "Ep9Module": Ep9Module,
-    "Features": Features, "relax_mlp": relax_mlp,
+    "Module": Module,
+    "MyModule": MyModule,
+    "LegacyModule": LegacyModule,
+    "MyModuleWithExternCall": MyModuleWithExternCall,
+    "Ep9Module": Ep9Module,
+    "Features": Features,
+    "relax_mlp": relax_mlp,
 }
 
 

@@ -71,11 +71,25 @@ def point(buf, *indices) -> BufferRegion:
     return BufferRegion.from_indices(buf, indices)
 
 
-def realize(name, iters, values, body, reads, writes, *, init=None, allocs=(), predicate=True,
-            match_buffers=(), annotations=None) -> BlockRealize:
+def realize(
+    name,
+    iters,
+    values,
+    body,
+    reads,
+    writes,
+    *,
+    init=None,
+    allocs=(),
+    predicate=True,
+    match_buffers=(),
+    annotations=None,
+) -> BlockRealize:
     """A block bound to ``values``; ``iters`` are (var, extent, kind) with domains from 0."""
-    ivs = [IterVar(Range.from_min_extent(IntImm(ext.dtype, 0), ext), var, kind)
-           for var, ext, kind in iters]
+    ivs = [
+        IterVar(Range.from_min_extent(IntImm(ext.dtype, 0), ext), var, kind)
+        for var, ext, kind in iters
+    ]
     block = Block(ivs, reads, writes, name, body, init, allocs, match_buffers, annotations)
     return BlockRealize(values, predicate, block)
 
@@ -100,15 +114,23 @@ def linear_symbolic() -> tir.PrimFunc:
     i, j, k = Var("i", I64), Var("j", I64), Var("k", I64)
     vi, vj, vk = Var("v_i", I64), Var("v_j", I64), Var("v_k", I64)
     y_block = realize(
-        "Y", [(vi, M, S), (vj, N, S), (vk, K, RD)], [i, j, k],
+        "Y",
+        [(vi, M, S), (vj, N, S), (vk, K, RD)],
+        [i, j, k],
         BufferStore(Y, Y[vi, vj] + X[vi, vk] * W[vk, vj], [vi, vj]),
-        [point(X, vi, vk), point(W, vk, vj)], [point(Y, vi, vj)],
-        init=BufferStore(Y, FloatImm(F32, 0.0), [vi, vj]))
+        [point(X, vi, vk), point(W, vk, vj)],
+        [point(Y, vi, vj)],
+        init=BufferStore(Y, FloatImm(F32, 0.0), [vi, vj]),
+    )
     i2, j2, vi2, vj2 = Var("i", I64), Var("j", I64), Var("v_i", I64), Var("v_j", I64)
     z_block = realize(
-        "Z", [(vi2, M, S), (vj2, N, S)], [i2, j2],
+        "Z",
+        [(vi2, M, S), (vj2, N, S)],
+        [i2, j2],
         BufferStore(Z, Y[vi2, vj2] + B[vj2], [vi2, vj2]),
-        [point(Y, vi2, vj2), point(B, vj2)], [point(Z, vi2, vj2)])
+        [point(Y, vi2, vj2), point(B, vj2)],
+        [point(Z, vi2, vj2)],
+    )
     body = SeqStmt([grid([i, j, k], [M, N, K], y_block), grid([i2, j2], [M, N], z_block)])
     return tir.PrimFunc([x, w, b, z], root(body, [Y]), buffer_map={x: X, w: W, b: B, z: Z})
 
@@ -118,9 +140,14 @@ def relu_symbolic() -> tir.PrimFunc:
     x, y = Var("x", "handle"), Var("y", "handle")
     X, Y = decl_buffer((M, N), F32, "X"), decl_buffer((M, N), F32, "Y")
     i, j, vi, vj = Var("i", I64), Var("j", I64), Var("v_i", I64), Var("v_j", I64)
-    block = realize("Y", [(vi, M, S), (vj, N, S)], [i, j],
-                    BufferStore(Y, tir.op.max(X[vi, vj], FloatImm(F32, 0.0)), [vi, vj]),
-                    [point(X, vi, vj)], [point(Y, vi, vj)])
+    block = realize(
+        "Y",
+        [(vi, M, S), (vj, N, S)],
+        [i, j],
+        BufferStore(Y, tir.op.max(X[vi, vj], FloatImm(F32, 0.0)), [vi, vj]),
+        [point(X, vi, vj)],
+        [point(Y, vi, vj)],
+    )
     return tir.PrimFunc([x, y], root(grid([i, j], [M, N], block)), buffer_map={x: X, y: Y})
 
 
@@ -142,13 +169,19 @@ def mlp_module() -> IRModule:
     lv0 = relax.DataflowVar("lv0", tensor((n, 256)))
     lv1 = relax.DataflowVar("lv1", tensor((n, 256)))
     lv2 = relax.Var("lv2", tensor((n, 10)))
-    block = relax.DataflowBlock([
-        bind(lv0, rop.call_tir(linear, (x, w0, b0), tensor((n, 256)))),
-        bind(lv1, rop.call_tir(relu, (lv0,), tensor((n, 256)))),
-        bind(lv2, rop.call_tir(linear, (lv1, w1, b1), tensor((n, 10)))),
-    ])
-    main = relax.Function([x, w0, b0, w1, b1], relax.SeqExpr([block], lv2), tensor((n, 10)),
-                          attrs={"global_symbol": "main"})
+    block = relax.DataflowBlock(
+        [
+            bind(lv0, rop.call_tir(linear, (x, w0, b0), tensor((n, 256)))),
+            bind(lv1, rop.call_tir(relu, (lv0,), tensor((n, 256)))),
+            bind(lv2, rop.call_tir(linear, (lv1, w1, b1), tensor((n, 10)))),
+        ]
+    )
+    main = relax.Function(
+        [x, w0, b0, w1, b1],
+        relax.SeqExpr([block], lv2),
+        tensor((n, 10)),
+        attrs={"global_symbol": "main"},
+    )
     return IRModule({linear: linear_symbolic(), relu: relu_symbolic(), "main": main})
 
 
@@ -158,56 +191,84 @@ def my_module() -> IRModule:
     lv0 = relax.DataflowVar("lv0", tensor((3, 4)))
     gv0 = relax.Var("gv0", tensor((3, 4)))
     block = relax.DataflowBlock([bind(lv0, rop.multiply(x, y)), bind(gv0, rop.add(lv0, y))])
-    main = relax.Function([x, y], relax.SeqExpr([block], gv0), tensor((3, 4)),
-                          attrs={"global_symbol": "main"})
+    main = relax.Function(
+        [x, y], relax.SeqExpr([block], gv0), tensor((3, 4)), attrs={"global_symbol": "main"}
+    )
     return IRModule({"main": main})
 
 
 def _static_func(name: str, params, buffers, body) -> tir.PrimFunc:
-    return tir.PrimFunc(params, body, buffer_map=dict(zip(params, buffers)),
-                        attrs={"global_symbol": name, "tir.noalias": True})
+    return tir.PrimFunc(
+        params,
+        body,
+        buffer_map=dict(zip(params, buffers)),
+        attrs={"global_symbol": name, "tir.noalias": True},
+    )
 
 
 def legacy_module() -> IRModule:
     """The spec's MyModuleLegacy: static shapes (T.Buffer params), public prim_funcs."""
     X, Y = decl_buffer((1, 128), F32, "X"), decl_buffer((1, 128), F32, "Y")
     i, j, vi, vj = Var("i"), Var("j"), Var("vi"), Var("vj")
-    relu_block = realize("Y", [(vi, IntImm("int32", 1), S), (vj, IntImm("int32", 128), S)],
-                         [i, j], BufferStore(Y, tir.op.max(X[vi, vj], FloatImm(F32, 0.0)), [vi, vj]),
-                         [point(X, vi, vj)], [point(Y, vi, vj)])
-    relu0 = _static_func("relu0", [Var("X", "handle"), Var("Y", "handle")], [X, Y],
-                         root(grid([i, j], [IntImm("int32", 1), IntImm("int32", 128)],
-                                   relu_block)))
+    relu_block = realize(
+        "Y",
+        [(vi, IntImm("int32", 1), S), (vj, IntImm("int32", 128), S)],
+        [i, j],
+        BufferStore(Y, tir.op.max(X[vi, vj], FloatImm(F32, 0.0)), [vi, vj]),
+        [point(X, vi, vj)],
+        [point(Y, vi, vj)],
+    )
+    relu0 = _static_func(
+        "relu0",
+        [Var("X", "handle"), Var("Y", "handle")],
+        [X, Y],
+        root(grid([i, j], [IntImm("int32", 1), IntImm("int32", 128)], relu_block)),
+    )
 
     X2, W = decl_buffer((1, 784), F32, "X"), decl_buffer((128, 784), F32, "W")
     B, Z = decl_buffer((128,), F32, "B"), decl_buffer((1, 128), F32, "Z")
     Y2 = decl_buffer((1, 128), F32, "Y")
     i, j, k, vi, vj, vk = (Var(n) for n in ("i", "j", "k", "vi", "vj", "vk"))
     one, e128, e784 = IntImm("int32", 1), IntImm("int32", 128), IntImm("int32", 784)
-    y_block = realize("Y", [(vi, one, S), (vj, e128, S), (vk, e784, RD)], [i, j, k],
-                      BufferStore(Y2, Y2[vi, vj] + X2[vi, vk] * W[vj, vk], [vi, vj]),
-                      [point(X2, vi, vk), point(W, vj, vk)], [point(Y2, vi, vj)],
-                      init=BufferStore(Y2, FloatImm(F32, 0.0), [vi, vj]))
+    y_block = realize(
+        "Y",
+        [(vi, one, S), (vj, e128, S), (vk, e784, RD)],
+        [i, j, k],
+        BufferStore(Y2, Y2[vi, vj] + X2[vi, vk] * W[vj, vk], [vi, vj]),
+        [point(X2, vi, vk), point(W, vj, vk)],
+        [point(Y2, vi, vj)],
+        init=BufferStore(Y2, FloatImm(F32, 0.0), [vi, vj]),
+    )
     i2, j2, vi2, vj2 = Var("i"), Var("j"), Var("vi"), Var("vj")
-    z_block = realize("Z", [(vi2, one, S), (vj2, e128, S)], [i2, j2],
-                      BufferStore(Z, Y2[vi2, vj2] + B[vj2], [vi2, vj2]),
-                      [point(Y2, vi2, vj2), point(B, vj2)], [point(Z, vi2, vj2)])
-    body = SeqStmt([grid([i, j, k], [one, e128, e784], y_block),
-                    grid([i2, j2], [one, e128], z_block)])
-    linear0 = _static_func("linear0", [Var(n, "handle") for n in "XWBZ"], [X2, W, B, Z],
-                           root(body, [Y2]))
+    z_block = realize(
+        "Z",
+        [(vi2, one, S), (vj2, e128, S)],
+        [i2, j2],
+        BufferStore(Z, Y2[vi2, vj2] + B[vj2], [vi2, vj2]),
+        [point(Y2, vi2, vj2), point(B, vj2)],
+        [point(Z, vi2, vj2)],
+    )
+    body = SeqStmt(
+        [grid([i, j, k], [one, e128, e784], y_block), grid([i2, j2], [one, e128], z_block)]
+    )
+    linear0 = _static_func(
+        "linear0", [Var(n, "handle") for n in "XWBZ"], [X2, W, B, Z], root(body, [Y2])
+    )
 
     x = relax.Var("x", tensor((1, 784)))
     w0, b0 = relax.Var("w0", tensor((128, 784))), relax.Var("b0", tensor((128,)))
     g_linear, g_relu = GlobalVar("linear0"), GlobalVar("relu0")
     lv0 = relax.DataflowVar("lv0", tensor((1, 128)))
     out = relax.Var("out", tensor((1, 128)))
-    block = relax.DataflowBlock([
-        bind(lv0, rop.call_tir(g_linear, (x, w0, b0), tensor((1, 128)))),
-        bind(out, rop.call_tir(g_relu, (lv0,), tensor((1, 128)))),
-    ])
-    main = relax.Function([x, w0, b0], relax.SeqExpr([block], out), tensor((1, 128)),
-                          attrs={"global_symbol": "main"})
+    block = relax.DataflowBlock(
+        [
+            bind(lv0, rop.call_tir(g_linear, (x, w0, b0), tensor((1, 128)))),
+            bind(out, rop.call_tir(g_relu, (lv0,), tensor((1, 128)))),
+        ]
+    )
+    main = relax.Function(
+        [x, w0, b0], relax.SeqExpr([block], out), tensor((1, 128)), attrs={"global_symbol": "main"}
+    )
     return IRModule({g_relu: relu0, g_linear: linear0, "main": main})
 
 
@@ -224,29 +285,51 @@ def statements_func() -> tir.PrimFunc:
     c16, c4 = IntImm("int32", 16), IntImm("int32", 4)
     # Block bound to i * 4 + j with a predicate: printed with T.axis.spatial and T.where.
     split_block = realize(
-        "B", [(vi, c16, S)], [i * 4 + j],
+        "B",
+        [(vi, c16, S)],
+        [i * 4 + j],
         BufferStore(Bb, Bb[vi] + local[0], [vi]),
-        [], [point(Bb, vi)],
-        allocs=[local], predicate=i * 4 + j < 10, annotations={"meta_schedule.unroll": 4},
-        match_buffers=[MatchBufferRegion(sub, BufferRegion(A, [Range.from_min_extent(0, 1),
-                                                                Range(0, 4)]))])
+        [],
+        [point(Bb, vi)],
+        allocs=[local],
+        predicate=i * 4 + j < 10,
+        annotations={"meta_schedule.unroll": 4},
+        match_buffers=[
+            MatchBufferRegion(sub, BufferRegion(A, [Range.from_min_extent(0, 1), Range(0, 4)]))
+        ],
+    )
     inner = For(j, 0, c4, ForKind.SERIAL, split_block, annotations={"pragma_unroll": True})
-    stores = SeqStmt([
-        BufferStore(A, FloatImm(F32, 1.5), [t, u]),
-        IfThenElse(t < 2, BufferStore(A, FloatImm(F32, 0.0), [t, u]),
-                   Evaluate(tir.Call("float32", "tir.exp", [FloatImm(F32, 1.0)]))),
-        LetStmt(w, t * 2, BufferStore(A, Cast(F32, w), [t, u])),
-    ])
-    body = SeqStmt([
-        For(i, 0, c4, ForKind.PARALLEL, inner),
-        For(t, 2, n, ForKind.SERIAL, For(u, 0, c16, ForKind.VECTORIZED, stores)),
-        For(v, 0, n, ForKind.THREAD_BINDING, Evaluate(0),
-            thread_binding=IterVar(None, Var("threadIdx.x"), IterVar.ThreadIndex,
-                                   "threadIdx.x")),
-        For(Var("v"), 1, c4, ForKind.UNROLLED, Evaluate(IntImm("bool", 1))),
-    ])
-    return tir.PrimFunc([n, a, b], root(body), buffer_map={a: A, b: Bb},
-                        attrs={"global_symbol": "stmts"})
+    stores = SeqStmt(
+        [
+            BufferStore(A, FloatImm(F32, 1.5), [t, u]),
+            IfThenElse(
+                t < 2,
+                BufferStore(A, FloatImm(F32, 0.0), [t, u]),
+                Evaluate(tir.Call("float32", "tir.exp", [FloatImm(F32, 1.0)])),
+            ),
+            LetStmt(w, t * 2, BufferStore(A, Cast(F32, w), [t, u])),
+        ]
+    )
+    body = SeqStmt(
+        [
+            For(i, 0, c4, ForKind.PARALLEL, inner),
+            For(t, 2, n, ForKind.SERIAL, For(u, 0, c16, ForKind.VECTORIZED, stores)),
+            For(
+                v,
+                0,
+                n,
+                ForKind.THREAD_BINDING,
+                Evaluate(0),
+                thread_binding=IterVar(
+                    None, Var("threadIdx.x"), IterVar.ThreadIndex, "threadIdx.x"
+                ),
+            ),
+            For(Var("v"), 1, c4, ForKind.UNROLLED, Evaluate(IntImm("bool", 1))),
+        ]
+    )
+    return tir.PrimFunc(
+        [n, a, b], root(body), buffer_map={a: A, b: Bb}, attrs={"global_symbol": "stmts"}
+    )
 
 
 # ------------------------------------------------------------------------------ modules (golden)
@@ -272,9 +355,11 @@ def test_statements(golden):
 
 def test_mlp_module_layout_details():
     text = mlp_module().script()
-    assert text.startswith("# from mlckit.script import ir as I\n"
-                           "# from mlckit.script import tir as T\n"
-                           "# from mlckit.script import relax as R\n\n@I.ir_module\nclass Module:\n")
+    assert text.startswith(
+        "# from mlckit.script import ir as I\n"
+        "# from mlckit.script import tir as T\n"
+        "# from mlckit.script import relax as R\n\n@I.ir_module\nclass Module:\n"
+    )
     # Symbolic shapes: handles plus match_buffer, shape vars declared once, in first-use order.
     assert "def linear(x: T.handle, w: T.handle, b: T.handle, z: T.handle):" in text
     assert "        M, K, N = T.int64(), T.int64(), T.int64()\n" in text
@@ -285,7 +370,7 @@ def test_mlp_module_layout_details():
     # Inferred regions are elided; the root block is implicit.
     assert "T.reads" not in text and 'T.block("root")' not in text
     # Relax: n declared first, then cls; public main has no private=True / global_symbol.
-    assert "    @R.function\n    def main(x: R.Tensor((n, 784), dtype=\"float32\")" in text
+    assert '    @R.function\n    def main(x: R.Tensor((n, 784), dtype="float32")' in text
     assert "        n = T.int64()\n        cls = Module\n        with R.dataflow():" in text
     assert "R.output(lv2)" in text and text.endswith("        return lv2")
     assert "global_symbol" not in text
@@ -304,8 +389,14 @@ def test_regions_print_when_they_differ_from_inferred():
     i, vi = Var("i"), Var("vi")
     c8 = IntImm("int32", 8)
     # Declares the whole of A as read although only A[vi] is.
-    block = realize("B", [(vi, c8, S)], [i], BufferStore(B, A[vi], [vi]),
-                    [BufferRegion.full_region(A)], [point(B, vi)])
+    block = realize(
+        "B",
+        [(vi, c8, S)],
+        [i],
+        BufferStore(B, A[vi], [vi]),
+        [BufferRegion.full_region(A)],
+        [point(B, vi)],
+    )
     text = script(For(i, 0, c8, ForKind.SERIAL, block))
     assert "T.reads(A[0:8])" in text and "T.writes(B[vi])" in text
 
@@ -342,8 +433,9 @@ def test_buffer_layout_arguments():
     a = Var("a", "handle")
     text = tir.PrimFunc([a], Evaluate(0), buffer_map={a: A}).script()
     assert "s = T.int64(is_size_var=True)" in text
-    assert ('A = T.match_buffer(a, (s, 4), "float32", strides=(4, 1), elem_offset=0, '
-            'scope="shared")') in text
+    assert (
+        'A = T.match_buffer(a, (s, 4), "float32", strides=(4, 1), elem_offset=0, scope="shared")'
+    ) in text
     assert script(A) == 'T.Buffer((s, 4), "float32", strides=(4, 1), elem_offset=0, scope="shared")'
 
 
@@ -379,10 +471,13 @@ def test_grid_stops_at_dependent_extent():
     c8 = IntImm("int32", 8)
     nest = For(i, 0, c8, ForKind.SERIAL, For(j, 0, i + 1, ForKind.SERIAL, body))
     assert script(nest).splitlines()[:2] == ["for i in range(8):", "    for j in range(i + 1):"]
-    nest = For(k, 0, c8, ForKind.SERIAL, For(i, 0, c8, ForKind.SERIAL,
-                                              For(j, 1, c8, ForKind.SERIAL, body)))
-    assert script(nest).splitlines()[:2] == ["for k, i in T.grid(8, 8):",
-                                             "    for j in range(1, 9):"]
+    nest = For(
+        k, 0, c8, ForKind.SERIAL, For(i, 0, c8, ForKind.SERIAL, For(j, 1, c8, ForKind.SERIAL, body))
+    )
+    assert script(nest).splitlines()[:2] == [
+        "for k, i in T.grid(8, 8):",
+        "    for j in range(1, 9):",
+    ]
 
 
 def test_axis_forms_without_remap():
@@ -519,8 +614,11 @@ def _combine(kind, a, b, c):
     return Select(_as_bool(a), _as_int(b), _as_int(c))
 
 
-_KINDS = ([("int", op) for op in _INT_OPS] + [("cmp", op) for op in _CMP_OPS]
-          + [("logic", And), ("logic", Or), ("not", None), ("select", None)])
+_KINDS = (
+    [("int", op) for op in _INT_OPS]
+    + [("cmp", op) for op in _CMP_OPS]
+    + [("logic", And), ("logic", Or), ("not", None), ("select", None)]
+)
 _LEAVES = st.one_of(
     st.sampled_from(_VARS),
     st.integers(-20, 20).map(lambda v: IntImm("int32", v)),
@@ -548,13 +646,23 @@ def _evaluate(e, env):
     if isinstance(e, (FloorDiv, FloorMod, Div, Mod)) and b == 0:
         raise ZeroDivisionError
     table = {
-        Add: lambda: a + b, Sub: lambda: a - b, Mul: lambda: a * b,
-        FloorDiv: lambda: a // b, FloorMod: lambda: a % b,
-        Div: lambda: _T.truncdiv(a, b), Mod: lambda: _T.truncmod(a, b),
-        Min: lambda: min(a, b), Max: lambda: max(a, b),
-        tir.EQ: lambda: a == b, tir.NE: lambda: a != b, tir.LT: lambda: a < b,
-        tir.LE: lambda: a <= b, tir.GT: lambda: a > b, tir.GE: lambda: a >= b,
-        And: lambda: a and b, Or: lambda: a or b,
+        Add: lambda: a + b,
+        Sub: lambda: a - b,
+        Mul: lambda: a * b,
+        FloorDiv: lambda: a // b,
+        FloorMod: lambda: a % b,
+        Div: lambda: _T.truncdiv(a, b),
+        Mod: lambda: _T.truncmod(a, b),
+        Min: lambda: min(a, b),
+        Max: lambda: max(a, b),
+        tir.EQ: lambda: a == b,
+        tir.NE: lambda: a != b,
+        tir.LT: lambda: a < b,
+        tir.LE: lambda: a <= b,
+        tir.GT: lambda: a > b,
+        tir.GE: lambda: a >= b,
+        And: lambda: a and b,
+        Or: lambda: a or b,
     }
     return table[type(e)]()
 
@@ -577,7 +685,7 @@ def test_names_are_unique_per_function_and_sanitized():
     d, e, f = Var("T"), Var("for"), Var("conv2d.0")
     g = Var("2d")
     expr = a + b + c + d + e + f + g
-    assert script(expr) == "x + x_1 + x_1_1 + T_1 + for_1 + conv2d_0 + _2d"
+    assert script(expr) == "x + x_1 + x_1_1 + T_1 + for_1 + conv2d_0 + v2d"
     # The same object prints the same name everywhere.
     assert script(a * a + b) == "x * x + x_1"
 
@@ -620,8 +728,10 @@ def test_struct_info_forms():
         (relax.TensorStructInfo(None, F32, ndim=2), 'R.Tensor(dtype="float32", ndim=2)'),
         (relax.TensorStructInfo(None, None), "R.Tensor"),
         (relax.TensorStructInfo((4,), None), "R.Tensor((4,))"),
-        (relax.TupleStructInfo([tensor((2,)), relax.ObjectStructInfo()]),
-         'R.Tuple(R.Tensor((2,), dtype="float32"), R.Object)'),
+        (
+            relax.TupleStructInfo([tensor((2,)), relax.ObjectStructInfo()]),
+            'R.Tuple(R.Tensor((2,), dtype="float32"), R.Object)',
+        ),
         (relax.TupleStructInfo([]), "R.Tuple()"),
         (relax.ShapeStructInfo([n, 4]), "R.Shape([n, 4])"),
         (relax.ShapeStructInfo(ndim=2), "R.Shape(ndim=2)"),
@@ -630,8 +740,10 @@ def test_struct_info_forms():
         (relax.PrimStructInfo(value=n), "R.Prim(value=n)"),
         (relax.PrimStructInfo(value=IntImm(I64, 3)), "R.Prim(value=T.int64(3))"),
         (relax.ObjectStructInfo(), "R.Object"),
-        (relax.FuncStructInfo([tensor((2,))], tensor((2,))),
-         'R.Callable((R.Tensor((2,), dtype="float32"),), R.Tensor((2,), dtype="float32"))'),
+        (
+            relax.FuncStructInfo([tensor((2,))], tensor((2,))),
+            'R.Callable((R.Tensor((2,), dtype="float32"),), R.Tensor((2,), dtype="float32"))',
+        ),
         (relax.FuncStructInfo.opaque_func(), "R.Callable(None, R.Object, purity=False)"),
     ]
     for sinfo, text in cases:
@@ -656,17 +768,25 @@ def test_relax_expression_forms():
         (relax.ExternFunc("env.f"), 'R.ExternFunc("env.f")'),
         (rop.permute_dims(x, [1, 0]), "R.permute_dims(x, axes=[1, 0])"),
         (rop.nn.relu(x), "R.nn.relu(x)"),
-        (rop.call_dps_packed("env.linear", (x, x), tensor((2, 3))),
-         'R.call_dps_packed("env.linear", (x, x), out_sinfo=R.Tensor((2, 3), dtype="float32"))'),
-        (rop.call_pure_packed("env.f", x, sinfo_args=tensor((2, 3))),
-         'R.call_pure_packed("env.f", x, sinfo_args=R.Tensor((2, 3), dtype="float32"))'),
-        (rop.call_packed("env.g", x, sinfo_args=relax.ObjectStructInfo()),
-         'R.call_packed("env.g", x, sinfo_args=R.Object)'),
+        (
+            rop.call_dps_packed("env.linear", (x, x), tensor((2, 3))),
+            'R.call_dps_packed("env.linear", (x, x), out_sinfo=R.Tensor((2, 3), dtype="float32"))',
+        ),
+        (
+            rop.call_pure_packed("env.f", x, sinfo_args=tensor((2, 3))),
+            'R.call_pure_packed("env.f", x, sinfo_args=R.Tensor((2, 3), dtype="float32"))',
+        ),
+        (
+            rop.call_packed("env.g", x, sinfo_args=relax.ObjectStructInfo()),
+            'R.call_packed("env.g", x, sinfo_args=R.Object)',
+        ),
         (relax.Call(relax.ExternFunc("env.h"), [x]), 'R.ExternFunc("env.h")(x)'),
         (relax.Call(GlobalVar("f"), [x, t]), "f(x, t)"),
-        (rop.call_tir(GlobalVar("f"), (x,), [tensor((2,)), tensor((3,))], tir_vars=[n]),
-         'R.call_tir(f, (x,), out_sinfo=[R.Tensor((2,), dtype="float32"), '
-         'R.Tensor((3,), dtype="float32")], tir_vars=R.shape([n]))'),
+        (
+            rop.call_tir(GlobalVar("f"), (x,), [tensor((2,)), tensor((3,))], tir_vars=[n]),
+            'R.call_tir(f, (x,), out_sinfo=[R.Tensor((2,), dtype="float32"), '
+            'R.Tensor((3,), dtype="float32")], tir_vars=R.shape([n]))',
+        ),
     ]
     for expr, text in cases:
         assert script(expr) == text
@@ -676,8 +796,12 @@ def test_module_calls_use_cls():
     linear = GlobalVar("linear")
     x = relax.Var("x", tensor((2,)))
     y = relax.Var("y", tensor((2,)))
-    f = relax.Function([x], relax.SeqExpr([relax.BindingBlock(
-        [bind(y, relax.Call(linear, [x]))])], y), tensor((2,)), attrs={"global_symbol": "main"})
+    f = relax.Function(
+        [x],
+        relax.SeqExpr([relax.BindingBlock([bind(y, relax.Call(linear, [x]))])], y),
+        tensor((2,)),
+        attrs={"global_symbol": "main"},
+    )
     g = relax.Function([x], x, tensor((2,)))
     mod = IRModule({"main": f, linear: g})
     text = mod.script()
@@ -700,17 +824,25 @@ def relax_misc_func() -> relax.Function:
     if_expr = relax.If(
         cond,
         relax.SeqExpr([relax.BindingBlock([bind(then_v, rop.exp(first))])], then_v),
-        relax.SeqExpr([], first))
+        relax.SeqExpr([], first),
+    )
     blocks = [
-        relax.BindingBlock([
-            relax.MatchCast(lv, x, tensor((m,))),
-            bind(tup, relax.Tuple([lv, lv])),
-            bind(first, relax.TupleGetItem(tup, 0)),
-            bind(res, if_expr),
-        ]),
+        relax.BindingBlock(
+            [
+                relax.MatchCast(lv, x, tensor((m,))),
+                bind(tup, relax.Tuple([lv, lv])),
+                bind(first, relax.TupleGetItem(tup, 0)),
+                bind(res, if_expr),
+            ]
+        ),
     ]
-    return relax.Function([x, cond], relax.SeqExpr(blocks, res), tensor((m,)), is_pure=False,
-                          attrs={"global_symbol": "misc", "num_input": 1})
+    return relax.Function(
+        [x, cond],
+        relax.SeqExpr(blocks, res),
+        tensor((m,)),
+        is_pure=False,
+        attrs={"global_symbol": "misc", "num_input": 1},
+    )
 
 
 def test_relax_misc(golden):
@@ -724,10 +856,12 @@ def test_nested_function_prints_as_a_local_def():
     fn, y = relax.Var("fn", inner.struct_info_), relax.Var("y", t)
     body = relax.SeqExpr([relax.BindingBlock([bind(fn, inner), bind(y, relax.Call(fn, [x]))])], y)
     text = script(relax.Function([x], body, t, attrs={"global_symbol": "main"}))
-    assert ("    @R.function(private=True)\n"
-            '    def fn(p: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):\n'
-            "        return p\n"
-            '    y: R.Tensor((2,), dtype="float32") = fn(x)\n') in text
+    assert (
+        "    @R.function(private=True)\n"
+        '    def fn(p: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):\n'
+        "        return p\n"
+        '    y: R.Tensor((2,), dtype="float32") = fn(x)\n'
+    ) in text
 
 
 def test_binding_without_struct_info():
@@ -736,7 +870,8 @@ def test_binding_without_struct_info():
     # A call that was never normalized has no struct info: the binding prints unannotated.
     assert script(bind(lv, rop.add(x, x))) == "lv = R.add(x, x)"
     assert script(relax.MatchCast(lv, x, tensor((2,)))) == (
-        'lv = R.match_cast(x, R.Tensor((2,), dtype="float32"))')
+        'lv = R.match_cast(x, R.Tensor((2,), dtype="float32"))'
+    )
     assert repr(rop.add(x, x)) == "R.add(x, x)"
 
 
@@ -748,7 +883,8 @@ def test_binding_blocks_alone():
         "with R.dataflow():\n"
         '    lv: R.Tensor((2,), dtype="float32") = R.add(x, x)\n'
         '    gv: R.Tensor((2,), dtype="float32") = lv\n'
-        "    R.output(gv)")
+        "    R.output(gv)"
+    )
     assert script(relax.BindingBlock([bind(gv, x)])) == 'gv: R.Tensor((2,), dtype="float32") = x'
     assert script(relax.SeqExpr([], x)) == "return x"
 
@@ -756,7 +892,8 @@ def test_binding_blocks_alone():
 def test_op_attrs_and_unknown_nodes():
     assert script(Op.get("relax.add")) == 'Op("relax.add")'
     assert script(relax.Attrs({"axes": [1, 0], "keepdims": False})) == (
-        '{"axes": [1, 0], "keepdims": False}')
+        '{"axes": [1, 0], "keepdims": False}'
+    )
 
 
 # ------------------------------------------------------------------------------ constants
@@ -767,8 +904,12 @@ def _const_func(*constants) -> relax.Function:
         v = relax.Var(f"lv{i}", tensor((2, 2)))
         bindings.append(bind(v, rop.add(prev, c)))
         prev = v
-    return relax.Function([x], relax.SeqExpr([relax.BindingBlock(bindings)], prev),
-                          tensor((2, 2)), attrs={"global_symbol": "main"})
+    return relax.Function(
+        [x],
+        relax.SeqExpr([relax.BindingBlock(bindings)], prev),
+        tensor((2, 2)),
+        attrs={"global_symbol": "main"},
+    )
 
 
 def test_constants_inline_and_metadata(golden):
@@ -781,7 +922,9 @@ def test_constants_inline_and_metadata(golden):
     assert 'R.add(lv0, R.const(1.5, "float32"))' in text
     assert 'R.add(lv1, metadata["relax.expr.Constant"][1])' in text
     assert 'R.add(lv2, metadata["relax.expr.Constant"][0])' in text
-    assert text.endswith("\n\n# Metadata omitted. Use show_meta=True in script() method to show it.")
+    assert text.endswith(
+        "\n\n# Metadata omitted. Use show_meta=True in script() method to show it."
+    )
     assert 'R.const([[0.0, 1.0], [2.0, 3.0]], "float32")' in func.script(inline_constants=4)
     assert "Metadata omitted" not in func.script(inline_constants=4)
     golden("printer/constants_show_meta", IRModule({"main": func}).script(show_meta=True))
@@ -794,8 +937,10 @@ def test_metadata_tensor_encoding():
     text = script(_const_func(relax.const(data)), show_meta=True)
     encoded = base64.b64encode(data.astype("<i4").tobytes()).decode()
     assert f'        I.tensor("int32", (2,), "{encoded}"),' in text
-    assert text.endswith("metadata = {\n    \"relax.expr.Constant\": [\n"
-                         f'        I.tensor("int32", (2,), "{encoded}"),\n    ],\n}}')
+    assert text.endswith(
+        'metadata = {\n    "relax.expr.Constant": [\n'
+        f'        I.tensor("int32", (2,), "{encoded}"),\n    ],\n}}'
+    )
 
 
 def test_no_metadata_note_without_metadata():
@@ -820,8 +965,7 @@ def test_long_function_prints_every_binding():
         prev = v
     out = relax.Var("gv", tensor((n, 16)))
     bindings.append(bind(out, prev))
-    func = relax.Function([x], relax.SeqExpr([relax.DataflowBlock(bindings)], out),
-                          tensor((n, 16)))
+    func = relax.Function([x], relax.SeqExpr([relax.DataflowBlock(bindings)], out), tensor((n, 16)))
     lines = func.script().splitlines()
     assert lines[-4] == '        lv_1999: R.Tensor((n, 16), dtype="float32") = R.add(lv_1998, x)'
     assert len(lines) == 4 + 2 + 1 + 1 + 2001 + 2

@@ -102,8 +102,9 @@ def test_inferred_regions_equal_explicit_ones():
                     B[vi] = T.float32(0)
                 B[vi] = B[vi] + A[vi, vk]
 
-    assert_structural_equal(implicit.with_attr("global_symbol", "f"),
-                            explicit.with_attr("global_symbol", "f"))
+    assert_structural_equal(
+        implicit.with_attr("global_symbol", "f"), explicit.with_attr("global_symbol", "f")
+    )
 
 
 def test_constants_round_trip_through_metadata():

@@ -69,15 +69,18 @@ def test_matmul_reduction_reads_inputs_writes_output():
     assert_regions(reads, [(X, [(vi, 1), (vk, 1)]), (W, [(vk, 1), (vj, 1)])])
     assert_regions(writes, [(Y, [(vi, 1), (vj, 1)])])
     # points are single elements with an extent of the index dtype
-    assert all(isinstance(r.extent, IntImm) and r.extent.dtype == "int32"
-               for region in reads + writes for r in region.region)
+    assert all(
+        isinstance(r.extent, IntImm) and r.extent.dtype == "int32"
+        for region in reads + writes
+        for r in region.region
+    )
 
 
 def test_explicit_regions_equal_inferred_ones():
     block = infer_block_regions(matmul_block())
     explicit = matmul_block().with_fields(
         # slices as the parser builds them: Range(vk, vk + 1) simplifies its extent to 1
-        reads=(X[vi, vk:vk + 1], W[vk:vk + 1, vj]),
+        reads=(X[vi, vk : vk + 1], W[vk : vk + 1, vj]),
         writes=(BufferRegion.from_indices(Y, [vi, vj]),),
     )
     assert structural_equal(block, explicit)
@@ -88,7 +91,8 @@ def test_elementwise():
     B = decl_buffer((16, 16), "float32", "B")
     body = BufferStore(B, A[vi, vj] * 2.0, [vi, vj])
     reads, writes = get_block_read_write_region(
-        Block([spatial(vi, 16), spatial(vj, 16)], [], [], "B", body))
+        Block([spatial(vi, 16), spatial(vj, 16)], [], [], "B", body)
+    )
     assert_regions(reads, [(A, [(vi, 1), (vj, 1)])])
     assert_regions(writes, [(B, [(vi, 1), (vj, 1)])])
 
@@ -108,8 +112,7 @@ def test_tiled_access_and_union_of_accesses():
     B = decl_buffer((16,), "float32", "B")
     k = Var("k")
     # reads A[vi*4 + k] and A[vi*4 + k + 1] for k in [0, 4): the union is A[vi*4 : vi*4 + 5]
-    body = For(k, 0, 4, ForKind.SERIAL,
-               BufferStore(B, A[vi * 4 + k] + A[vi * 4 + k + 1], [vi]))
+    body = For(k, 0, 4, ForKind.SERIAL, BufferStore(B, A[vi * 4 + k] + A[vi * 4 + k + 1], [vi]))
     reads, _ = get_block_read_write_region(Block([spatial(vi, 16)], [], [], "B", body))
     assert_regions(reads, [(A, [(vi * 4, 5)])])
 
@@ -143,8 +146,9 @@ def test_match_buffer_access_maps_to_source_region():
     k = Var("k")
     source = BufferRegion(A, [Range.from_min_extent(vi, 1), Range(0, 16)])
     body = For(k, 0, 16, ForKind.SERIAL, BufferStore(B, B[vi] + sub[k], [vi]))
-    block = Block([spatial(vi, 16)], [], [], "B", body,
-                  match_buffers=[MatchBufferRegion(sub, source)])
+    block = Block(
+        [spatial(vi, 16)], [], [], "B", body, match_buffers=[MatchBufferRegion(sub, source)]
+    )
     reads, writes = get_block_read_write_region(block)
     assert_regions(reads, [(A, [(vi, 1), (0, 16)])])
     assert_regions(writes, [(B, [(vi, 1)])])
@@ -154,12 +158,15 @@ def test_nested_block_uses_its_regions_through_bindings():
     A = decl_buffer((64,), "float32", "A")
     B = decl_buffer((64,), "float32", "B")
     i_inner, wi = Var("i_inner"), Var("wi")
-    inner = Block([spatial(wi, 64)], [BufferRegion.from_indices(A, [wi])],
-                  [BufferRegion.from_indices(B, [wi])], "inner",
-                  BufferStore(B, A[wi] + 1.0, [wi]))
+    inner = Block(
+        [spatial(wi, 64)],
+        [BufferRegion.from_indices(A, [wi])],
+        [BufferRegion.from_indices(B, [wi])],
+        "inner",
+        BufferStore(B, A[wi] + 1.0, [wi]),
+    )
     realize = BlockRealize([vi * 4 + i_inner], True, inner)
-    outer = Block([spatial(vi, 16)], [], [], "outer",
-                  For(i_inner, 0, 4, ForKind.SERIAL, realize))
+    outer = Block([spatial(vi, 16)], [], [], "outer", For(i_inner, 0, 4, ForKind.SERIAL, realize))
     reads, writes = get_block_read_write_region(outer)
     assert_regions(reads, [(A, [(vi * 4, 4)])])
     assert_regions(writes, [(B, [(vi * 4, 4)])])

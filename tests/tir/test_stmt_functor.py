@@ -37,7 +37,9 @@ i, j, vi, vj = Var("i"), Var("j"), Var("vi"), Var("vj")
 def loop_nest():
     block = Block(
         [IterVar(Range(0, n), vi, IterVar.DataPar), IterVar(Range(0, 4), vj, IterVar.DataPar)],
-        [A[vi:vi + 1, vj:vj + 1]], [B[vi:vi + 1, vj:vj + 1]], "B",
+        [A[vi : vi + 1, vj : vj + 1]],
+        [B[vi : vi + 1, vj : vj + 1]],
+        "B",
         BufferStore(B, A[vi, vj] + 1.0, [vi, vj]),
         annotations={"hint": IntImm("int32", 3)},
     )
@@ -57,8 +59,17 @@ def test_post_order_visit_reaches_every_field():
     seen = []
     post_order_visit(loop_nest(), seen.append)
     kinds = {type(x).__name__ for x in seen}
-    assert {"For", "BlockRealize", "Block", "BufferStore", "BufferLoad", "Add", "Var",
-            "FloatImm", "IntImm"} <= kinds
+    assert {
+        "For",
+        "BlockRealize",
+        "Block",
+        "BufferStore",
+        "BufferLoad",
+        "Add",
+        "Var",
+        "FloatImm",
+        "IntImm",
+    } <= kinds
     # block annotations and iter var domains are walked too
     assert any(isinstance(x, IntImm) and x.value == 3 for x in seen)
     # definitions are not uses: the loop var `i` is reached only through its uses

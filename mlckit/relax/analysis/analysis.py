@@ -94,14 +94,16 @@ def _clean(expr: Expr) -> Expr:
         body = _clean(expr.body)
         if body is expr.body:
             return expr
-        return Function(expr.params, body, expr.ret_struct_info, expr.is_pure, expr.attrs,
-                        span=expr.span)
+        return Function(
+            expr.params, body, expr.ret_struct_info, expr.is_pure, expr.attrs, span=expr.span
+        )
     if isinstance(expr, If):
         true_branch, false_branch = _clean(expr.true_branch), _clean(expr.false_branch)
         if true_branch is expr.true_branch and false_branch is expr.false_branch:
             return expr
-        return If(expr.cond, true_branch, false_branch, struct_info_=expr.struct_info_,
-                  span=expr.span)
+        return If(
+            expr.cond, true_branch, false_branch, struct_info_=expr.struct_info_, span=expr.span
+        )
     if isinstance(expr, SeqExpr):
         return _clean_seq(expr)
     return expr
@@ -133,7 +135,8 @@ def _clean_seq(seq: SeqExpr) -> SeqExpr:
             if isinstance(binding, MatchCast):
                 needed = needed or any(
                     id(v) in live_dims
-                    for v in definable_tir_vars_in_struct_info(binding.struct_info))
+                    for v in definable_tir_vars_in_struct_info(binding.struct_info)
+                )
             if removable and not needed:
                 changed = True
                 continue

@@ -71,8 +71,7 @@ def definable_tir_vars_in_struct_info(sinfo: StructInfo | None) -> list[texpr.Va
     """The variables a parameter or match_cast with this struct info defines: those that
     appear as a whole dimension (``n`` in ``(n, 4)``; not in ``(n * 2, 4)``, which cannot be
     solved for ``n``)."""
-    return _unique(dim for dim, alone in _sinfo_dims(sinfo)
-                   if alone and isinstance(dim, texpr.Var))
+    return _unique(dim for dim, alone in _sinfo_dims(sinfo) if alone and isinstance(dim, texpr.Var))
 
 
 def _unique(items: Iterator[texpr.Var] | Any) -> list[texpr.Var]:
@@ -86,8 +85,9 @@ def _unique(items: Iterator[texpr.Var] | Any) -> list[texpr.Var]:
 
 
 # ------------------------------------------------------------------------------ substitution
-def substitute_prim_expr(expr: texpr.PrimExpr, vmap: Mapping[texpr.Var, texpr.PrimExpr]
-                         ) -> texpr.PrimExpr:
+def substitute_prim_expr(
+    expr: texpr.PrimExpr, vmap: Mapping[texpr.Var, texpr.PrimExpr]
+) -> texpr.PrimExpr:
     """``expr`` with tir variables replaced by ``vmap``'s values (identity-keyed)."""
     if not vmap:
         return expr
@@ -113,8 +113,9 @@ def _subst(value: Any, vmap: Mapping[texpr.Var, texpr.PrimExpr]) -> Any:
     return value.with_fields(**changes) if changes else value
 
 
-def substitute_struct_info(sinfo: StructInfo, vmap: Mapping[texpr.Var, texpr.PrimExpr]
-                           ) -> StructInfo:
+def substitute_struct_info(
+    sinfo: StructInfo, vmap: Mapping[texpr.Var, texpr.PrimExpr]
+) -> StructInfo:
     """Struct info with its symbolic variables replaced (a callee's return type at a call)."""
     if not vmap:
         return sinfo
@@ -137,19 +138,22 @@ def substitute_struct_info(sinfo: StructInfo, vmap: Mapping[texpr.Var, texpr.Pri
     if isinstance(sinfo, TupleStructInfo):
         return TupleStructInfo([substitute_struct_info(f, vmap) for f in sinfo.fields])
     if isinstance(sinfo, FuncStructInfo):
-        params = None if sinfo.params is None else [
-            substitute_struct_info(p, vmap) for p in sinfo.params]
+        params = (
+            None
+            if sinfo.params is None
+            else [substitute_struct_info(p, vmap) for p in sinfo.params]
+        )
         return FuncStructInfo(params, substitute_struct_info(sinfo.ret, vmap), sinfo.purity)
     return sinfo
 
 
-def erase_to_well_defined(sinfo: StructInfo, is_defined: Callable[[texpr.Var], bool]
-                          ) -> StructInfo:
+def erase_to_well_defined(sinfo: StructInfo, is_defined: Callable[[texpr.Var], bool]) -> StructInfo:
     """``sinfo`` without the dims that use variables undefined where it is used.
 
     A function result ``R.Tensor((k, 4))`` whose ``k`` comes from a match_cast in the body
     means nothing to a caller: it becomes ``R.Tensor(dtype, ndim=2)``; rank and dtype stay.
     """
+
     def uses_undefined(dims: Any) -> bool:
         return any(not is_defined(v) for d in dims or () for v in _walk_prim_vars(d))
 
@@ -171,7 +175,8 @@ def erase_to_well_defined(sinfo: StructInfo, is_defined: Callable[[texpr.Var], b
         # A signature may bind its own variables in its params; judge only the others.
         own = {id(v) for p in sinfo.params for v in definable_tir_vars_in_struct_info(p)}
         if tir_vars_in_struct_info(sinfo) and any(
-                id(v) not in own and not is_defined(v) for v in tir_vars_in_struct_info(sinfo)):
+            id(v) not in own and not is_defined(v) for v in tir_vars_in_struct_info(sinfo)
+        ):
             return FuncStructInfo.opaque_func(purity=sinfo.purity)
     return sinfo
 
@@ -195,8 +200,9 @@ def struct_info_lca(lhs: StructInfo, rhs: StructInfo) -> StructInfo:
     if isinstance(lhs, PrimStructInfo) and isinstance(rhs, PrimStructInfo):
         if lhs.dtype != rhs.dtype:
             return ObjectStructInfo()
-        same_value = lhs.value is not None and rhs.value is not None and dims_equal(
-            lhs.value, rhs.value)
+        same_value = (
+            lhs.value is not None and rhs.value is not None and dims_equal(lhs.value, rhs.value)
+        )
         return PrimStructInfo(lhs.dtype, lhs.value if same_value else None)
     if isinstance(lhs, TupleStructInfo) and isinstance(rhs, TupleStructInfo):
         if len(lhs.fields) != len(rhs.fields):
@@ -209,8 +215,9 @@ def struct_info_lca(lhs: StructInfo, rhs: StructInfo) -> StructInfo:
     return ObjectStructInfo()
 
 
-def _common_dims(a: tuple[texpr.PrimExpr, ...] | None, b: tuple[texpr.PrimExpr, ...] | None
-                 ) -> list[texpr.PrimExpr] | None:
+def _common_dims(
+    a: tuple[texpr.PrimExpr, ...] | None, b: tuple[texpr.PrimExpr, ...] | None
+) -> list[texpr.PrimExpr] | None:
     if a is None or b is None or len(a) != len(b):
         return None
     if all(dims_equal(x, y) for x, y in zip(a, b)):

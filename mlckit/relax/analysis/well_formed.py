@@ -48,8 +48,9 @@ from .struct_info_analysis import (
 )
 
 
-def well_formed(obj: IRModule | Function, check_struct_info: bool = True,
-                raise_error: bool = False) -> bool:
+def well_formed(
+    obj: IRModule | Function, check_struct_info: bool = True, raise_error: bool = False
+) -> bool:
     """Whether ``obj`` (a module or a relax function) is well formed.
 
     With ``raise_error=True`` a malformed program raises :class:`WellFormedError` listing every
@@ -58,8 +59,9 @@ def well_formed(obj: IRModule | Function, check_struct_info: bool = True,
     checker = _WellFormedChecker(check_struct_info)
     checker.check(obj)
     if checker.problems and raise_error:
-        err = WellFormedError("the program is not well formed:\n" + "\n".join(
-            f"  - {p}" for p in checker.problems))
+        err = WellFormedError(
+            "the program is not well formed:\n" + "\n".join(f"  - {p}" for p in checker.problems)
+        )
         err.problems = list(checker.problems)  # type: ignore[attr-defined]
         raise err
     return not checker.problems
@@ -104,15 +106,18 @@ class _WellFormedChecker(ExprVisitor):
                 if isinstance(func, Function):
                     symbol = func.attrs.get("global_symbol")
                     if symbol is not None and symbol != gv.name_hint:
-                        self.report(f"function {gv.name_hint!r} has global_symbol {symbol!r}; "
-                                    "a public function's global_symbol must be its name")
+                        self.report(
+                            f"function {gv.name_hint!r} has global_symbol {symbol!r}; "
+                            "a public function's global_symbol must be its name"
+                        )
                     self.check_top_level(func, gv.name_hint)
         elif isinstance(obj, Function):
             name = obj.attrs.get("global_symbol", "<function>")
             self.check_top_level(obj, str(name))
         else:
-            raise WellFormedError(f"well_formed checks an IRModule or a relax.Function, not a "
-                                  f"{type(obj).__name__}")
+            raise WellFormedError(
+                f"well_formed checks an IRModule or a relax.Function, not a {type(obj).__name__}"
+            )
 
     def check_top_level(self, func: Function, name: str) -> None:
         # Each module function is checked on its own: sharing a parameter Var object between
@@ -130,8 +135,14 @@ class _WellFormedChecker(ExprVisitor):
 
     # ------------------------------------------------------------------ functions
     def check_function(self, func: Function, name: str) -> None:
-        saved = (self.func_name, self.func_pure, self.bound_in_func, self.in_dataflow,
-                 self.binding_var, set(self.tir_defined))
+        saved = (
+            self.func_name,
+            self.func_pure,
+            self.bound_in_func,
+            self.in_dataflow,
+            self.binding_var,
+            set(self.tir_defined),
+        )
         self.func_name = name
         self.func_pure = func.is_pure and not func.attrs.get("relax.force_pure", False)
         collector = _BoundVarCollector()
@@ -143,19 +154,27 @@ class _WellFormedChecker(ExprVisitor):
 
         for param in func.params:
             self.tir_defined.update(
-                id(v) for v in definable_tir_vars_in_struct_info(param.struct_info_))
+                id(v) for v in definable_tir_vars_in_struct_info(param.struct_info_)
+            )
         for param in func.params:
             self.define(param, f"parameter {param.name_hint}")
-        self.check_tir_vars(tir_vars_in_struct_info(func.ret_struct_info),
-                            "the return struct info")
+        self.check_tir_vars(tir_vars_in_struct_info(func.ret_struct_info), "the return struct info")
         if not isinstance(func.body, SeqExpr):
-            self.report(f"the body of function {name} is a {type(func.body).__name__}; a "
-                        "relax function's body must be a SeqExpr (binding blocks and a result)")
+            self.report(
+                f"the body of function {name} is a {type(func.body).__name__}; a "
+                "relax function's body must be a SeqExpr (binding blocks and a result)"
+            )
         self.visit_expr(func.body)
 
         self.scopes.pop()
-        (self.func_name, self.func_pure, self.bound_in_func, self.in_dataflow,
-         self.binding_var, self.tir_defined) = saved
+        (
+            self.func_name,
+            self.func_pure,
+            self.bound_in_func,
+            self.in_dataflow,
+            self.binding_var,
+            self.tir_defined,
+        ) = saved
 
     def visit_function_(self, op: Function) -> None:
         # A function value (a local function) sees the enclosing variables: closures capture.
@@ -168,21 +187,26 @@ class _WellFormedChecker(ExprVisitor):
 
     def define(self, var: Var, what: str) -> None:
         if id(var) in self.ever_defined:
-            self.report(f"variable {var.name_hint} is bound more than once {self.where()}; "
-                        "every relax variable is defined exactly once")
+            self.report(
+                f"variable {var.name_hint} is bound more than once {self.where()}; "
+                "every relax variable is defined exactly once"
+            )
         self.ever_defined.add(id(var))
         if isinstance(var, DataflowVar):
             if not self.in_dataflow:
-                self.report(f"dataflow variable {var.name_hint} is bound outside a dataflow "
-                            f"block {self.where()}; outside `with R.dataflow()` use relax.Var")
+                self.report(
+                    f"dataflow variable {var.name_hint} is bound outside a dataflow "
+                    f"block {self.where()}; outside `with R.dataflow()` use relax.Var"
+                )
             else:
                 self.block_dataflow_vars.append(var)
         if var.struct_info_ is None:
             if self.check_struct_info:
                 self.report(f"variable {var.name_hint} has no struct info {self.where()}")
         else:
-            self.check_tir_vars(tir_vars_in_struct_info(var.struct_info_),
-                                f"the struct info of {what}")
+            self.check_tir_vars(
+                tir_vars_in_struct_info(var.struct_info_), f"the struct info of {what}"
+            )
         self.scopes[-1].add(id(var))
 
     def check_tir_vars(self, used: list[texpr.Var], what: str) -> None:
@@ -190,7 +214,8 @@ class _WellFormedChecker(ExprVisitor):
             if id(v) not in self.tir_defined:
                 self.report(
                     f"symbolic variable {v.name_hint} is used in {what} before it is defined "
-                    f"{self.where()}; define it in a parameter's shape or with R.match_cast")
+                    f"{self.where()}; define it in a parameter's shape or with R.match_cast"
+                )
 
     def visit_var_def_(self, var: Var) -> None:
         self.define(var, f"variable {var.name_hint}")
@@ -202,9 +227,11 @@ class _WellFormedChecker(ExprVisitor):
         if self.is_defined(op):
             return
         if id(op) in self.left_dataflow:
-            self.report(f"dataflow variable {op.name_hint} is used outside its dataflow block "
-                        f"{self.where()}; emit it with R.output / bb.emit_output to use it "
-                        "after the block")
+            self.report(
+                f"dataflow variable {op.name_hint} is used outside its dataflow block "
+                f"{self.where()}; emit it with R.output / bb.emit_output to use it "
+                "after the block"
+            )
         elif id(op) in self.bound_in_func:
             self.report(f"variable {op.name_hint} is used before its definition {self.where()}")
         else:
@@ -229,8 +256,10 @@ class _WellFormedChecker(ExprVisitor):
     # ------------------------------------------------------------------ composite exprs
     def require_struct_info(self, expr: Expr) -> None:
         if self.check_struct_info and expr.struct_info_ is None:
-            self.report(f"a {type(expr).__name__} has no struct info {self.where()}; normalize "
-                        "it (bb.normalize / bb.emit)")
+            self.report(
+                f"a {type(expr).__name__} has no struct info {self.where()}; normalize "
+                "it (bb.normalize / bb.emit)"
+            )
 
     def visit_call_(self, op: Call) -> None:
         self.require_struct_info(op)
@@ -240,12 +269,16 @@ class _WellFormedChecker(ExprVisitor):
         if not self.call_is_pure(op):
             callee = self.callee_name(op)
             if self.in_dataflow:
-                self.report(f"impure call to {callee} inside a dataflow block {self.where()}; "
-                            "calls with side effects must be outside `with R.dataflow()`")
+                self.report(
+                    f"impure call to {callee} inside a dataflow block {self.where()}; "
+                    "calls with side effects must be outside `with R.dataflow()`"
+                )
             elif self.func_pure:
-                self.report(f"impure call to {callee} in the pure function {self.func_name}; "
-                            "mark the function impure (R.function(pure=False)) or call "
-                            "something pure")
+                self.report(
+                    f"impure call to {callee} in the pure function {self.func_name}; "
+                    "mark the function impure (R.function(pure=False)) or call "
+                    "something pure"
+                )
 
     def call_is_pure(self, call: Call) -> bool:
         callee = call.op
@@ -279,8 +312,10 @@ class _WellFormedChecker(ExprVisitor):
     def visit_if_(self, op: If) -> None:
         self.require_struct_info(op)
         if self.in_dataflow:
-            self.report(f"an if/else is inside a dataflow block {self.where()}; control flow "
-                        "must be outside `with R.dataflow()`")
+            self.report(
+                f"an if/else is inside a dataflow block {self.where()}; control flow "
+                "must be outside `with R.dataflow()`"
+            )
         self.visit_expr(op.cond)
         for branch in (op.true_branch, op.false_branch):
             self.scopes.append(set())
@@ -314,9 +349,12 @@ class _WellFormedChecker(ExprVisitor):
         self.visit_expr(binding.value)
         # match_cast is where new symbolic dims come from: it defines them, then uses them.
         self.tir_defined.update(
-            id(v) for v in definable_tir_vars_in_struct_info(binding.struct_info))
-        self.check_tir_vars(tir_vars_in_struct_info(binding.struct_info),
-                            f"the match_cast struct info {format_struct_info(binding.struct_info)}")
+            id(v) for v in definable_tir_vars_in_struct_info(binding.struct_info)
+        )
+        self.check_tir_vars(
+            tir_vars_in_struct_info(binding.struct_info),
+            f"the match_cast struct info {format_struct_info(binding.struct_info)}",
+        )
         self.visit_var_def(binding.var)
         self.binding_var = None
 

@@ -27,9 +27,15 @@ from ..utils import format_struct_info, format_tensor_shape
 InferFn = Callable[[Call, Any], StructInfo]
 
 
-def register(name: str, infer: InferFn, arg_names: Sequence[str],
-             attr_names: Sequence[str] = (), *, num_inputs: int | None = None,
-             purity: bool = True) -> Op:
+def register(
+    name: str,
+    infer: InferFn,
+    arg_names: Sequence[str],
+    attr_names: Sequence[str] = (),
+    *,
+    num_inputs: int | None = None,
+    purity: bool = True,
+) -> Op:
     """Register the relax operator ``name`` (``relax.add``) with its inference function."""
     return register_op(
         name,
@@ -41,8 +47,12 @@ def register(name: str, infer: InferFn, arg_names: Sequence[str],
     )
 
 
-def make_call(name: str, args: Sequence[Any], attrs: dict[str, Any] | None = None,
-              sinfo_args: Sequence[StructInfo] = ()) -> Call:
+def make_call(
+    name: str,
+    args: Sequence[Any],
+    attrs: dict[str, Any] | None = None,
+    sinfo_args: Sequence[StructInfo] = (),
+) -> Call:
     """An un-normalized call of the registered op ``name``; attrs keep the registered order."""
     op = Op.get(name)
     names = op.get_attr("attr_names") or ()
@@ -80,15 +90,19 @@ def describe_arg(call: Call, index: int) -> str:
     return f"{arg_label(call, index)} has shape {shape}"
 
 
-def tensor_arg(call: Call, index: int, *, allow_prim: bool = False
-               ) -> TensorStructInfo | PrimStructInfo:
+def tensor_arg(
+    call: Call, index: int, *, allow_prim: bool = False
+) -> TensorStructInfo | PrimStructInfo:
     """The struct info of argument ``index``, which must be a tensor (or a scalar if allowed)."""
     sinfo = call.args[index].struct_info_
     if isinstance(sinfo, TensorStructInfo) or (allow_prim and isinstance(sinfo, PrimStructInfo)):
         return sinfo
     wanted = "a tensor or a scalar" if allow_prim else "a tensor"
-    raise fail(call, f"expects {wanted} as argument {index}, but {arg_label(call, index)} is "
-                     f"{format_struct_info(sinfo)}")
+    raise fail(
+        call,
+        f"expects {wanted} as argument {index}, but {arg_label(call, index)} is "
+        f"{format_struct_info(sinfo)}",
+    )
 
 
 def normalize_axis(call: Call, axis: Any, ndim: int, what: str = "axis") -> int:
@@ -96,8 +110,11 @@ def normalize_axis(call: Call, axis: Any, ndim: int, what: str = "axis") -> int:
     if isinstance(axis, bool) or not isinstance(axis, int):
         raise fail(call, f"{what} must be an integer, got {axis!r}")
     if not -ndim <= axis < ndim:
-        raise fail(call, f"{what} {axis} is out of range for {describe_arg(call, 0)} "
-                         f"(valid: {-ndim} to {ndim - 1})")
+        raise fail(
+            call,
+            f"{what} {axis} is out of range for {describe_arg(call, 0)} "
+            f"(valid: {-ndim} to {ndim - 1})",
+        )
     return axis + ndim if axis < 0 else axis
 
 
@@ -120,8 +137,9 @@ def int_list(values: Any, what: str, op: str) -> list[int] | None:
     return out
 
 
-def common_dtype(call: Call, a: StructInfo, b: StructInfo, index_a: int = 0,
-                 index_b: int = 1) -> str:
+def common_dtype(
+    call: Call, a: StructInfo, b: StructInfo, index_a: int = 0, index_b: int = 1
+) -> str:
     """The one dtype two operands share ("void" when either is unknown); differing dtypes fail.
 
     Relax never converts dtypes implicitly, so ``float32 + int32`` is an error.
@@ -130,9 +148,14 @@ def common_dtype(call: Call, a: StructInfo, b: StructInfo, index_a: int = 0,
     if da == "void" or db == "void":
         return "void"
     if da != db:
-        raise fail(call, (
-            f"the operands' dtypes differ: {arg_label(call, index_a)} has shape "
-            f"{format_tensor_shape(a)} and dtype {da}, {arg_label(call, index_b)} has shape "
-            f"{format_tensor_shape(b)} and dtype {db}; relax does not convert dtypes implicitly "
-            "(build constants with the matching dtype, e.g. relax.const(1.0, \"float32\"))"))
+        raise fail(
+            call,
+            (
+                f"the operands' dtypes differ: {arg_label(call, index_a)} has shape "
+                f"{format_tensor_shape(a)} and dtype {da}, {arg_label(call, index_b)} has shape "
+                f"{format_tensor_shape(b)} and dtype {db}; relax does not convert dtypes "
+                "implicitly "
+                '(build constants with the matching dtype, e.g. relax.const(1.0, "float32"))'
+            ),
+        )
     return da

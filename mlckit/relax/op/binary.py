@@ -17,8 +17,13 @@ from ..utils import const_int, dims_equal, format_dim, is_const_one
 from ._registry import common_dtype, describe_arg, fail, make_call, register, tensor_arg
 
 
-def broadcast_shapes(call: Call, lhs: tuple[PrimExpr, ...], rhs: tuple[PrimExpr, ...],
-                     lhs_index: int = 0, rhs_index: int = 1) -> list[PrimExpr]:
+def broadcast_shapes(
+    call: Call,
+    lhs: tuple[PrimExpr, ...],
+    rhs: tuple[PrimExpr, ...],
+    lhs_index: int = 0,
+    rhs_index: int = 1,
+) -> list[PrimExpr]:
     """numpy broadcasting of two shapes, aligned at the last dimension.
 
     A pair of dims broadcasts when they are equal or one is 1. When equality can neither be
@@ -38,10 +43,15 @@ def broadcast_shapes(call: Call, lhs: tuple[PrimExpr, ...], rhs: tuple[PrimExpr,
         elif is_const_one(a):
             out.append(b)
         elif same is False:
-            raise fail(call, (
-                f"the shapes cannot be broadcast together: {describe_arg(call, lhs_index)} and "
-                f"{describe_arg(call, rhs_index)} (dimension {format_dim(a)} vs {format_dim(b)}; "
-                "broadcasting needs equal dimensions or a 1)"))
+            raise fail(
+                call,
+                (
+                    f"the shapes cannot be broadcast together: {describe_arg(call, lhs_index)} and "
+                    f"{describe_arg(call, rhs_index)} "
+                    f"(dimension {format_dim(a)} vs {format_dim(b)}; "
+                    "broadcasting needs equal dimensions or a 1)"
+                ),
+            )
         else:
             out.append(b if const_int(a) is None and const_int(b) is not None else a)
     out.reverse()
@@ -79,8 +89,10 @@ def _binary(name: str, returns_bool: bool = False) -> Callable[[Any, Any], Call]
         return make_call(op_name, [x1, x2])
 
     constructor.__name__ = constructor.__qualname__ = name
-    constructor.__doc__ = (f"``{op_name}(x1, x2)``: elementwise {name.replace('_', ' ')} with "
-                           "numpy broadcasting (an un-normalized relax.Call).")
+    constructor.__doc__ = (
+        f"``{op_name}(x1, x2)``: elementwise {name.replace('_', ' ')} with "
+        "numpy broadcasting (an un-normalized relax.Call)."
+    )
     return constructor
 
 
@@ -100,6 +112,18 @@ greater = _binary("greater", returns_bool=True)
 greater_equal = _binary("greater_equal", returns_bool=True)
 
 __all__ = [
-    "add", "divide", "equal", "floor_divide", "greater", "greater_equal", "less", "less_equal",
-    "maximum", "minimum", "multiply", "not_equal", "power", "subtract",
+    "add",
+    "divide",
+    "equal",
+    "floor_divide",
+    "greater",
+    "greater_equal",
+    "less",
+    "less_equal",
+    "maximum",
+    "minimum",
+    "multiply",
+    "not_equal",
+    "power",
+    "subtract",
 ]

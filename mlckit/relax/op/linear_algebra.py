@@ -16,9 +16,13 @@ from .binary import broadcast_shapes
 
 def _check_reduction(call: Call, k_x: PrimExpr, k_w: PrimExpr) -> None:
     if dims_equal(k_x, k_w) is False:
-        raise fail(call, (
-            f"the reduction dimensions differ: {describe_arg(call, 0)} and "
-            f"{describe_arg(call, 1)} ({format_dim(k_x)} vs {format_dim(k_w)})"))
+        raise fail(
+            call,
+            (
+                f"the reduction dimensions differ: {describe_arg(call, 0)} and "
+                f"{describe_arg(call, 1)} ({format_dim(k_x)} vs {format_dim(k_w)})"
+            ),
+        )
 
 
 def _out_dtype(call: Call, x: TensorStructInfo, w: TensorStructInfo) -> str:
@@ -31,8 +35,11 @@ def _infer_matmul(call: Call, ctx: Any) -> StructInfo:
     x, w = tensor_arg(call, 0), tensor_arg(call, 1)
     dtype = _out_dtype(call, x, w)  # type: ignore[arg-type]
     if x.ndim == 0 or w.ndim == 0:  # type: ignore[union-attr]
-        raise fail(call, f"needs tensors with at least one dimension, but {describe_arg(call, 0)} "
-                         f"and {describe_arg(call, 1)}")
+        raise fail(
+            call,
+            f"needs tensors with at least one dimension, but {describe_arg(call, 0)} "
+            f"and {describe_arg(call, 1)}",
+        )
     sx, sw = x.shape_values, w.shape_values  # type: ignore[union-attr]
     if sx is None or sw is None:
         nx, nw = x.ndim, w.ndim  # type: ignore[union-attr]
@@ -56,8 +63,9 @@ def _infer_dense(call: Call, ctx: Any) -> StructInfo:
     x, w = tensor_arg(call, 0), tensor_arg(call, 1)
     dtype = common_dtype(call, x, w)
     if w.ndim not in (-1, 2):  # type: ignore[union-attr]
-        raise fail(call, "the weight must be 2-D (units, in_features), but "
-                         + describe_arg(call, 1))
+        raise fail(
+            call, "the weight must be 2-D (units, in_features), but " + describe_arg(call, 1)
+        )
     if x.ndim == 0:  # type: ignore[union-attr]
         raise fail(call, f"the data must have at least one dimension, but {describe_arg(call, 0)}")
     sx, sw = x.shape_values, w.shape_values  # type: ignore[union-attr]

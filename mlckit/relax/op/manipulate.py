@@ -24,13 +24,19 @@ def _infer_permute_dims(call: Call, ctx: Any) -> StructInfo:
     ndim = x.ndim  # type: ignore[union-attr]
     if ndim >= 0:
         if len(axes) != ndim:
-            raise fail(call, f"axes={list(axes)} has {len(axes)} entries, but "
-                             f"{describe_arg(call, 0)} with {ndim} dimensions")
+            raise fail(
+                call,
+                f"axes={list(axes)} has {len(axes)} entries, but "
+                f"{describe_arg(call, 0)} with {ndim} dimensions",
+            )
         axes = [normalize_axis(call, a, ndim, f"axes={list(axes)}: axis") for a in axes]
         if sorted(axes) != list(range(ndim)):
-            raise fail(call, f"axes={list(call.attrs['axes'])} is not a permutation of "
-                             f"0..{ndim - 1} (each axis must appear exactly once) for "
-                             f"{describe_arg(call, 0)}")
+            raise fail(
+                call,
+                f"axes={list(call.attrs['axes'])} is not a permutation of "
+                f"0..{ndim - 1} (each axis must appear exactly once) for "
+                f"{describe_arg(call, 0)}",
+            )
     values = x.shape_values  # type: ignore[union-attr]
     if values is None:
         return TensorStructInfo(None, x.dtype, len(axes))
@@ -56,8 +62,10 @@ def _infer_reshape(call: Call, ctx: Any) -> StructInfo:
     x = tensor_arg(call, 0)
     shape_sinfo = call.args[1].struct_info_
     if not isinstance(shape_sinfo, ShapeStructInfo):
-        raise fail(call, f"the new shape must be a shape (R.shape([...])), got "
-                         f"{type(call.args[1]).__name__}")
+        raise fail(
+            call,
+            f"the new shape must be a shape (R.shape([...])), got {type(call.args[1]).__name__}",
+        )
     new = shape_sinfo.values
     if new is None:
         return TensorStructInfo(None, x.dtype, shape_sinfo.ndim)
@@ -73,20 +81,28 @@ def _infer_reshape(call: Call, ctx: Any) -> StructInfo:
         n_old, n_rest = const_int(old_size), const_int(rest)
         if n_old is not None and n_rest is not None:
             if n_rest == 0 or n_old % n_rest != 0:
-                raise fail(call, f"cannot reshape {describe_arg(call, 0)} into "
-                                 f"{format_shape(new)}: {n_old} elements are not a multiple "
-                                 f"of {n_rest}")
+                raise fail(
+                    call,
+                    f"cannot reshape {describe_arg(call, 0)} into "
+                    f"{format_shape(new)}: {n_old} elements are not a multiple "
+                    f"of {n_rest}",
+                )
             inferred: PrimExpr = IntImm("int64", n_old // n_rest)
         else:
             inferred = simplify(FloorDiv(old_size, rest))
-        return TensorStructInfo([inferred if i == holes[0] else d for i, d in enumerate(new)],
-                                x.dtype)
+        return TensorStructInfo(
+            [inferred if i == holes[0] else d for i, d in enumerate(new)], x.dtype
+        )
     new_size = _product(new)
     if dims_equal(old_size, new_size) is False:
-        raise fail(call, (
-            f"the number of elements changes: {describe_arg(call, 0)} "
-            f"({format_dim(old_size)} elements) cannot become {format_shape(new)} "
-            f"({format_dim(new_size)} elements)"))
+        raise fail(
+            call,
+            (
+                f"the number of elements changes: {describe_arg(call, 0)} "
+                f"({format_dim(old_size)} elements) cannot become {format_shape(new)} "
+                f"({format_dim(new_size)} elements)"
+            ),
+        )
     return TensorStructInfo(new, x.dtype)
 
 
@@ -99,8 +115,9 @@ def permute_dims(x: Expr | Any, axes: Sequence[int] | None = None) -> Call:
 
     The attribute ``axes`` is a list of ints (or None) exactly as given.
     """
-    return make_call("relax.permute_dims", [x],
-                     {"axes": int_list(axes, "axes", "relax.permute_dims")})
+    return make_call(
+        "relax.permute_dims", [x], {"axes": int_list(axes, "axes", "relax.permute_dims")}
+    )
 
 
 def reshape(x: Expr | Any, shape: Any) -> Call:

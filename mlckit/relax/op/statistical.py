@@ -45,14 +45,16 @@ def _reduction(name: str) -> Callable[..., Call]:
     op_name = f"relax.{name}"
     register(op_name, _infer_reduce, ("x",), ("axis", "keepdims"))
 
-    def constructor(x: Expr | Any, axis: int | Sequence[int] | None = None,
-                    keepdims: bool = False) -> Call:
+    def constructor(
+        x: Expr | Any, axis: int | Sequence[int] | None = None, keepdims: bool = False
+    ) -> Call:
         axes = int_list(axis, "axis", op_name)
         return make_call(op_name, [x], {"axis": axes, "keepdims": bool(keepdims)})
 
     constructor.__name__ = constructor.__qualname__ = name
-    constructor.__doc__ = (f"``{op_name}(x, axis=None, keepdims=False)``: reduce over ``axis`` "
-                           "(all axes when None).")
+    constructor.__doc__ = (
+        f"``{op_name}(x, axis=None, keepdims=False)``: reduce over ``axis`` (all axes when None)."
+    )
     return constructor
 
 

@@ -20,16 +20,23 @@ def _infer_ewise_fma(call: Call, ctx: Any) -> StructInfo:
     ndims = [s.ndim for s in sinfos]  # type: ignore[union-attr]
     known_ndims = {n for n in ndims if n >= 0}
     if len(known_ndims) > 1:
-        raise fail(call, "the three operands must have the same rank, but "
-                         + ", ".join(describe_arg(call, i) for i in range(3)))
+        raise fail(
+            call,
+            "the three operands must have the same rank, but "
+            + ", ".join(describe_arg(call, i) for i in range(3)),
+        )
     for i in (1, 2):
         if shapes[0] is None or shapes[i] is None:
             continue
         for a, b in zip(shapes[0], shapes[i]):
             if dims_equal(a, b) is False:
-                raise fail(call, (
-                    f"the operands must have the same shape, but {describe_arg(call, 0)} and "
-                    f"{describe_arg(call, i)} ({format_dim(a)} vs {format_dim(b)})"))
+                raise fail(
+                    call,
+                    (
+                        f"the operands must have the same shape, but {describe_arg(call, 0)} and "
+                        f"{describe_arg(call, i)} ({format_dim(a)} vs {format_dim(b)})"
+                    ),
+                )
     shape = next((s for s in shapes if s is not None), None)
     ndim = next(iter(known_ndims), -1)
     return TensorStructInfo(shape, dtype, ndim)

@@ -23,8 +23,10 @@ def _make_infer(float_only: bool) -> Callable[[Call, Any], StructInfo]:
         # Transcendental functions are defined on floats only (as in TVM); an integer input
         # is almost always a missing cast.
         if float_only and x.dtype != "void" and not is_float(x.dtype):
-            raise fail(call, f"needs a floating-point tensor, but {describe_arg(call, 0)} and "
-                             f"dtype {x.dtype}")
+            raise fail(
+                call,
+                f"needs a floating-point tensor, but {describe_arg(call, 0)} and dtype {x.dtype}",
+            )
         return x
 
     return infer

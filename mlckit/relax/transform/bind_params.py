@@ -31,8 +31,10 @@ def bind_params(func: Function, params: Mapping[str, Any], func_name: str = "mai
     for name, value in params.items():
         param = by_name.get(name)
         if param is None:
-            raise MLCError(f"BindParams: function {func_name!r} has no parameter {name!r} "
-                           f"(parameters: {', '.join(by_name)})")
+            raise MLCError(
+                f"BindParams: function {func_name!r} has no parameter {name!r} "
+                f"(parameters: {', '.join(by_name)})"
+            )
         array = value.numpy() if isinstance(value, NDArray) else np.asarray(value)
         _check_compatible(func_name, param, array)
         mapping[param] = const(array, array.dtype.name)
@@ -52,11 +54,14 @@ def _check_compatible(func_name: str, param: Var, array: np.ndarray) -> None:
         raise MLCError(f"{where} has rank {sinfo.ndim}, the value has shape {array.shape}")
     for axis, dim in enumerate(sinfo.shape_values or ()):
         if isinstance(dim, E.IntImm) and dim.value != array.shape[axis]:
-            raise MLCError(f"{where} has shape {_shape_text(sinfo)}, the value has shape "
-                           f"{array.shape}")
+            raise MLCError(
+                f"{where} has shape {_shape_text(sinfo)}, the value has shape {array.shape}"
+            )
         if not isinstance(dim, E.IntImm):
-            raise MLCError(f"{where} has the symbolic shape {_shape_text(sinfo)}; binding it "
-                           "would fix symbolic dims, which BindParams does not do yet")
+            raise MLCError(
+                f"{where} has the symbolic shape {_shape_text(sinfo)}; binding it "
+                "would fix symbolic dims, which BindParams does not do yet"
+            )
 
 
 def _shape_text(sinfo: TensorStructInfo) -> str:

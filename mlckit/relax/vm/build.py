@@ -9,9 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 from mlckit.backend.kernel import Kernel, compile_kernel
-from mlckit.backend.naming import NameTable
 from mlckit.errors import BuildError, MLCError, VMError
 from mlckit.ir.module import IRModule
+from mlckit.ir.name_supply import NameSupply
 from mlckit.runtime.module import BenchmarkResult, time_function
 from mlckit.runtime.ndarray import Device, cpu
 from mlckit.target import Target
@@ -28,9 +28,15 @@ class Executable:
     ``ex.source("linear")`` shows the generated code of one function, ``ex.source()`` all.
     """
 
-    def __init__(self, kernels: dict[str, Kernel], relax_sources: dict[str, str],
-                 python_names: dict[str, str], params: dict[str, list[str]],
-                 constants: list[Constant], target: Target):
+    def __init__(
+        self,
+        kernels: dict[str, Kernel],
+        relax_sources: dict[str, str],
+        python_names: dict[str, str],
+        params: dict[str, list[str]],
+        constants: list[Constant],
+        target: Target,
+    ):
         self.kernels = kernels
         self.relax_sources = relax_sources
         self.python_names = python_names
@@ -57,11 +63,16 @@ class Executable:
         """The Python the VM runs for the relax functions."""
         return "\n\n".join(self.relax_sources.values())
 
-    def make_namespace(self, wrap_kernel: Callable[[str, Any], Any] | None = None) -> dict[str, Any]:
+    def make_namespace(
+        self, wrap_kernel: Callable[[str, Any], Any] | None = None
+    ) -> dict[str, Any]:
         """Execute the relax functions' code in a fresh namespace bound to the kernels."""
         import numpy as np
 
-        namespace: dict[str, Any] = {"np": np, "constants": [c.data.numpy() for c in self.constants]}
+        namespace: dict[str, Any] = {
+            "np": np,
+            "constants": [c.data.numpy() for c in self.constants],
+        }
         for name in VM_RUNTIME_NAMES - {"np", "constants"}:
             namespace[name] = getattr(runtime, name)
         for name, kernel in self.kernels.items():
@@ -74,12 +85,15 @@ class Executable:
         return namespace
 
     def __repr__(self) -> str:
-        return (f"<mlckit.relax.Executable target={self.target} kernels={list(self.kernels)} "
-                f"functions={list(self.relax_sources)}>")
+        return (
+            f"<mlckit.relax.Executable target={self.target} kernels={list(self.kernels)} "
+            f"functions={list(self.relax_sources)}>"
+        )
 
 
-def build(mod: IRModule, target: Any = "llvm", params: dict[str, Any] | None = None,
-          **kwargs: Any) -> Executable:
+def build(
+    mod: IRModule, target: Any = "llvm", params: dict[str, Any] | None = None, **kwargs: Any
+) -> Executable:
     """Compile ``mod`` for ``target``: every PrimFunc to a kernel, every relax function to the
     Python the VM runs. High-level relax operators must be lowered first (LegalizeOps)."""
     if not isinstance(mod, IRModule):
@@ -89,7 +103,7 @@ def build(mod: IRModule, target: Any = "llvm", params: dict[str, Any] | None = N
         from ..transform import BindParams
 
         mod = BindParams("main", params)(mod)
-    globals_table = NameTable(VM_RUNTIME_NAMES)
+    globals_table = NameSupply(VM_RUNTIME_NAMES)
     python_names = {gv.name_hint: globals_table.get(gv, gv.name_hint) for gv in mod.functions}
     kernels: dict[str, Kernel] = {}
     relax_sources: dict[str, str] = {}
@@ -103,19 +117,26 @@ def build(mod: IRModule, target: Any = "llvm", params: dict[str, Any] | None = N
             relax_sources[gv.name_hint] = generator.generate()
             param_names[gv.name_hint] = [p.name_hint for p in func.params]
         else:
-            raise BuildError(f"cannot build the function {gv.name_hint} of type "
-                             f"{type(func).__name__}")
+            raise BuildError(
+                f"cannot build the function {gv.name_hint} of type {type(func).__name__}"
+            )
     return Executable(kernels, relax_sources, python_names, param_names, constants, target)
 
 
 class VirtualMachine:
     """Runs an Executable: ``vm["main"](*args)`` with NDArrays or numpy arrays."""
 
-    def __init__(self, exe: Executable, device: Device | list[Device] | None = None,
-                 memory_cfg: Any = None, profile: bool = False):
+    def __init__(
+        self,
+        exe: Executable,
+        device: Device | list[Device] | None = None,
+        memory_cfg: Any = None,
+        profile: bool = False,
+    ):
         if not isinstance(exe, Executable):
-            raise VMError(f"VirtualMachine needs the Executable relax.build returns, not "
-                          f"{type(exe).__name__}")
+            raise VMError(
+                f"VirtualMachine needs the Executable relax.build returns, not {type(exe).__name__}"
+            )
         self.executable = exe
         self.device = (device[0] if isinstance(device, list) else device) or cpu()
         self._namespace = exe.make_namespace()
@@ -133,8 +154,9 @@ class VirtualMachine:
 
         def call(*args: Any) -> Any:
             if len(args) != len(params):
-                raise VMError(f"{name} takes {len(params)} arguments ({', '.join(params)}), "
-                              f"got {len(args)}")
+                raise VMError(
+                    f"{name} takes {len(params)} arguments ({', '.join(params)}), got {len(args)}"
+                )
             result = func(*[runtime.from_ndarray(a) for a in args])
             return _wrap_result(result, device)
 
@@ -144,8 +166,14 @@ class VirtualMachine:
     def invoke(self, name: str, *args: Any) -> Any:
         return self[name](*args)
 
-    def time_evaluator(self, name: str, dev: Device | None = None, number: int = 10,
-                       repeat: int = 1, min_repeat_ms: float = 0) -> Callable[..., BenchmarkResult]:
+    def time_evaluator(
+        self,
+        name: str,
+        dev: Device | None = None,
+        number: int = 10,
+        repeat: int = 1,
+        min_repeat_ms: float = 0,
+    ) -> Callable[..., BenchmarkResult]:
         return time_function(self[name], number, repeat, min_repeat_ms)
 
     def profile(self, name: str, *args: Any) -> "ProfileReport":
@@ -180,11 +208,14 @@ class ProfileReport:
     def __str__(self) -> str:
         rows = [f"{'kernel':<28}{'calls':>6}{'time (us)':>12}{'percent':>9}"]
         for kernel, (calls, seconds) in sorted(self.kernels.items(), key=lambda kv: -kv[1][1]):
-            rows.append(f"{kernel:<28}{calls:>6}{seconds * 1e6:>12.1f}"
-                        f"{100 * seconds / self.total:>8.1f}%")
+            rows.append(
+                f"{kernel:<28}{calls:>6}{seconds * 1e6:>12.1f}{100 * seconds / self.total:>8.1f}%"
+            )
         other = self.total - sum(s for _, s in self.kernels.values())
-        rows.append(f"{'(VM: checks, allocation)':<28}{'':>6}{other * 1e6:>12.1f}"
-                    f"{100 * other / self.total:>8.1f}%")
+        rows.append(
+            f"{'(VM: checks, allocation)':<28}{'':>6}{other * 1e6:>12.1f}"
+            f"{100 * other / self.total:>8.1f}%"
+        )
         rows.append(f"{'total ' + self.name:<28}{'':>6}{self.total * 1e6:>12.1f}{100:>8.1f}%")
         return "\n".join(rows)
 

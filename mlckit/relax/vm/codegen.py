@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from mlckit.backend.codegen import PrimExprPrinter
-from mlckit.backend.naming import NameTable
 from mlckit.errors import BuildError
 from mlckit.ir.module import GlobalVar
+from mlckit.ir.name_supply import NameSupply
 from mlckit.ir.op import Op
 from mlckit.tir import expr as E
 
@@ -46,8 +46,18 @@ from ..struct_info import (
 
 # Names the VM namespace defines for generated functions.
 VM_RUNTIME_NAMES = frozenset(
-    {"np", "check_tensor", "check_tuple", "check_shape", "check_prim", "check_dim",
-     "call_dps_packed", "call_packed", "constants", "as_bool"}
+    {
+        "np",
+        "check_tensor",
+        "check_tuple",
+        "check_shape",
+        "check_prim",
+        "check_dim",
+        "call_dps_packed",
+        "call_packed",
+        "constants",
+        "as_bool",
+    }
 )
 
 _DPS_OPS = {"relax.call_tir", "relax.call_dps_packed"}
@@ -56,14 +66,15 @@ _DPS_OPS = {"relax.call_tir", "relax.call_dps_packed"}
 class RelaxToPython:
     """Generates the Python function of one relax function."""
 
-    def __init__(self, func: Function, name: str, globals_: dict[str, str],
-                 constants: list[Constant]):
+    def __init__(
+        self, func: Function, name: str, globals_: dict[str, str], constants: list[Constant]
+    ):
         self.func = func
         self.name = name
         # Module-level names: relax function and kernel names by their GlobalVar name.
         self.globals = globals_
         self.constants = constants
-        self.names = NameTable(VM_RUNTIME_NAMES | set(globals_.values()))
+        self.names = NameSupply(VM_RUNTIME_NAMES | set(globals_.values()))
         self.prim = PrimExprPrinter(self.names)
         self.defined_dims: set[int] = set()
         self.lines: list[str] = []
@@ -144,8 +155,9 @@ class RelaxToPython:
         target = self.names.get(binding.var, binding.var.name_hint)
         if isinstance(binding, MatchCast):
             self.emit(f"{target} = {self.value(binding.value)}")
-            self.check_value(target, binding.struct_info,
-                             f"R.match_cast of {binding.var.name_hint}")
+            self.check_value(
+                target, binding.struct_info, f"R.match_cast of {binding.var.name_hint}"
+            )
             return
         if not isinstance(binding, VarBinding):
             raise BuildError(f"cannot build the binding {type(binding).__name__}")
@@ -173,19 +185,23 @@ class RelaxToPython:
                 self.destination_passing_call(target, call)
             elif op.name == "relax.call_pure_packed":
                 func, *args = call.args
-                self.emit(f"{target} = call_packed({self._extern_name(func)!r}, "
-                          f"({self._values(args)}))")
+                self.emit(
+                    f"{target} = call_packed({self._extern_name(func)!r}, ({self._values(args)}))"
+                )
             else:
                 raise BuildError(
-                    f"{self.func_label()}: `{binding.var.name_hint} = {_op_spelling(op.name)}(...)` "
+                    f"{self.func_label()}: "
+                    f"`{binding.var.name_hint} = {_op_spelling(op.name)}(...)` "
                     f"uses the high-level operator {op.name}, which has no kernel yet; lower it "
                     "to TensorIR first with relax.transform.LegalizeOps()"
                 )
         elif isinstance(op, GlobalVar):
             callee = self.globals.get(op.name_hint)
             if callee is None:
-                raise BuildError(f"{self.func_label()}: calls {op.name_hint}, which is not a "
-                                 "function of the module")
+                raise BuildError(
+                    f"{self.func_label()}: calls {op.name_hint}, which is not a "
+                    "function of the module"
+                )
             self.emit(f"{target} = {callee}({self._values(call.args)})")
         elif isinstance(op, ExternFunc):
             self.emit(f"{target} = call_packed({op.global_symbol!r}, ({self._values(call.args)}))")
@@ -210,20 +226,25 @@ class RelaxToPython:
             scalars = [self.prim_value(v) for v in shape.values]
         if call.op.name == "relax.call_tir":
             if not isinstance(callee, GlobalVar) or callee.name_hint not in self.globals:
-                raise BuildError(f"{self.func_label()}: call_tir needs a TensorIR function of "
-                                 f"the module, got {callee!r}")
+                raise BuildError(
+                    f"{self.func_label()}: call_tir needs a TensorIR function of "
+                    f"the module, got {callee!r}"
+                )
             self.emit(f"{self.globals[callee.name_hint]}({', '.join(inputs + outputs + scalars)})")
         else:
-            self.emit(f"call_dps_packed({self._extern_name(callee)!r}, "
-                      f"({', '.join(inputs)}{',' if len(inputs) == 1 else ''}), "
-                      f"({', '.join(outputs)},))")
+            self.emit(
+                f"call_dps_packed({self._extern_name(callee)!r}, "
+                f"({', '.join(inputs)}{',' if len(inputs) == 1 else ''}), "
+                f"({', '.join(outputs)},))"
+            )
         if len(outputs) > 1:
             self.emit(f"{target} = ({', '.join(outputs)})")
 
     def allocation(self, sinfo: StructInfo) -> str:
         if not isinstance(sinfo, TensorStructInfo) or sinfo.shape_values is None:
-            raise BuildError(f"{self.func_label()}: an output of call_tir needs a known shape, "
-                             f"got {sinfo!r}")
+            raise BuildError(
+                f"{self.func_label()}: an output of call_tir needs a known shape, got {sinfo!r}"
+            )
         dims = []
         for dim in sinfo.shape_values:
             self._require_defined(dim)
@@ -248,8 +269,9 @@ class RelaxToPython:
     def value(self, expr: Any) -> str:
         if isinstance(expr, Var):
             if not self.names.has(expr):
-                raise BuildError(f"{self.func_label()}: variable {expr.name_hint} is used but "
-                                 "never defined")
+                raise BuildError(
+                    f"{self.func_label()}: variable {expr.name_hint} is used but never defined"
+                )
             return self.names.get(expr, expr.name_hint)
         if isinstance(expr, Constant):
             self.constants.append(expr)
@@ -275,4 +297,3 @@ class RelaxToPython:
 
 def _op_spelling(name: str) -> str:
     return "R." + name.removeprefix("relax.")
-

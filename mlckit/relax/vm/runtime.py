@@ -36,8 +36,10 @@ def check_tensor(value: Any, where: str, ndim: int, dtype: str | None) -> None:
 def check_dim(actual: int, expected: int, where: str, axis: int, expected_text: str) -> None:
     if actual != expected:
         bound = "" if expected_text.lstrip("-").isdigit() else f" = {expected_text}"
-        raise VMError(f"{where} has size {actual} in dimension {axis}, but the signature requires "
-                      f"{expected}{bound} (fixed by an earlier argument or the signature)")
+        raise VMError(
+            f"{where} has size {actual} in dimension {axis}, but the signature requires "
+            f"{expected}{bound} (fixed by an earlier argument or the signature)"
+        )
 
 
 def check_tuple(value: Any, where: str, size: int) -> None:
@@ -51,8 +53,13 @@ def check_shape(value: Any, where: str, ndim: int) -> None:
 
 
 def check_prim(value: Any, where: str, dtype: str) -> None:
-    kind = (int, np.integer) if dtype.startswith(("int", "uint")) else (
-        bool, np.bool_) if dtype == "bool" else (float, int, np.number)
+    kind = (
+        (int, np.integer)
+        if dtype.startswith(("int", "uint"))
+        else (bool, np.bool_)
+        if dtype == "bool"
+        else (float, int, np.number)
+    )
     if not isinstance(value, kind):
         raise VMError(f"{where} expects a {dtype} scalar, got {describe(value)}")
 

@@ -22,8 +22,7 @@ _UNSUPPORTED_STATEMENTS: dict[type, str] = {
     ast.Try: "try/except is not supported in TVMScript",
     ast.Raise: "raise is not supported in TVMScript",
     ast.Import: "imports are not allowed inside a TVMScript function; import at module level",
-    ast.ImportFrom: "imports are not allowed inside a TVMScript function; import at module "
-                    "level",
+    ast.ImportFrom: "imports are not allowed inside a TVMScript function; import at module level",
     ast.ClassDef: "a class cannot be defined inside a TVMScript function",
     ast.Delete: "del is not supported in TVMScript",
     ast.Global: "global is not supported in TVMScript",
@@ -95,8 +94,9 @@ class Parser:
         self.evaluator = Evaluator(self)
 
     # ------------------------------------------------------------------ errors
-    def error(self, node: ast.AST | None, message: str,
-              cls: type[Exception] = ParseError) -> Exception:
+    def error(
+        self, node: ast.AST | None, message: str, cls: type[Exception] = ParseError
+    ) -> Exception:
         return located(cls, message, self.source, node)
 
     def relocate(self, err: Exception, node: ast.AST) -> Exception:
@@ -137,15 +137,16 @@ class Parser:
         except Exception:
             candidates = []
         owner_text = ast.unparse(node.value)
-        raise self.error(node, f"{owner_text} has no attribute {node.attr!r}"
-                               f"{did_you_mean(node.attr, candidates)}")
+        raise self.error(
+            node,
+            f"{owner_text} has no attribute {node.attr!r}{did_you_mean(node.attr, candidates)}",
+        )
 
     def convert_leaf(self, value: Any) -> Any:
         """A value read from a name, attribute or subscript, as the dialect uses it."""
         return value
 
-    def call_value(self, node: ast.Call, func: Any, args: list[Any],
-                   kwargs: dict[str, Any]) -> Any:
+    def call_value(self, node: ast.Call, func: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """Perform a call inside an expression; a dialect may call IR functions here."""
         return func(*args, **kwargs)
 
@@ -171,13 +172,15 @@ class Parser:
             return builder.bind(args, kwargs)
 
     # ------------------------------------------------------------------ statements
-    def symbolic_declarations(self, target: ast.expr, value: ast.expr
-                              ) -> list[tuple[ast.Name, str]] | None:
+    def symbolic_declarations(
+        self, target: ast.expr, value: ast.expr
+    ) -> list[tuple[ast.Name, str]] | None:
         """``n = T.int64()`` / ``M, N = T.int64(), T.int64()``: the names and dtypes declared."""
         targets = target.elts if isinstance(target, ast.Tuple) else [target]
         values = value.elts if isinstance(value, ast.Tuple) else [value]
         if len(targets) != len(values) or not all(
-                isinstance(v, ast.Call) and not v.args and not v.keywords for v in values):
+            isinstance(v, ast.Call) and not v.args and not v.keywords for v in values
+        ):
             return None
         from mlckit.script.tir import DType
 
@@ -189,8 +192,7 @@ class Parser:
             dtypes.append(func.dtype)
         for t in targets:
             if not isinstance(t, ast.Name):
-                raise self.error(t, "a symbolic variable is declared with a name: "
-                                    "`n = T.int64()`")
+                raise self.error(t, "a symbolic variable is declared with a name: `n = T.int64()`")
         return list(zip(targets, dtypes))  # type: ignore[arg-type]
 
     def visit_body(self, stmts: list[ast.stmt]) -> None:
@@ -201,28 +203,35 @@ class Parser:
         method = getattr(self, f"visit_{type(stmt).__name__}", None)
         if method is None:
             message = _UNSUPPORTED_STATEMENTS.get(
-                type(stmt), f"{type(stmt).__name__} statements are not supported in "
-                            f"{self.dialect}")
+                type(stmt), f"{type(stmt).__name__} statements are not supported in {self.dialect}"
+            )
             raise self.error(stmt, message)
         with self.guard(stmt):
             return method(stmt)
 
     def wrong_statement(self, node: ast.AST, builder: ScriptStatement) -> Exception:
         """The error for a statement builder used where it has no meaning."""
-        return self.error(node, f"{builder.name} cannot be used here; write it as "
-                                f"`{builder.usage}` {self.statement_context(builder)}")
+        return self.error(
+            node,
+            f"{builder.name} cannot be used here; write it as "
+            f"`{builder.usage}` {self.statement_context(builder)}",
+        )
 
     def statement_context(self, builder: ScriptStatement) -> str:
         return f"in a {self.dialect}"
 
 
 def is_docstring(stmt: ast.stmt) -> bool:
-    return (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
-            and isinstance(stmt.value.value, str))
+    return (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Constant)
+        and isinstance(stmt.value.value, str)
+    )
 
 
 def single_target(parser: Parser, node: ast.Assign) -> ast.expr:
     if len(node.targets) != 1:
-        raise parser.error(node, "chained assignments like `a = b = c` are not supported in "
-                                 "TVMScript")
+        raise parser.error(
+            node, "chained assignments like `a = b = c` are not supported in TVMScript"
+        )
     return node.targets[0]

@@ -33,8 +33,14 @@ def ir_module(cls: type) -> Any:
     return _decorate(cls, sys._getframe(1))
 
 
-def prim_func(func: Callable[..., Any] | None = None, /, *, private: bool = False,
-              s_tir: bool = False, check_well_formed: bool = True) -> Any:
+def prim_func(
+    func: Callable[..., Any] | None = None,
+    /,
+    *,
+    private: bool = False,
+    s_tir: bool = False,
+    check_well_formed: bool = True,
+) -> Any:
     """Parse a function written in TVMScript's TensorIR dialect into a ``tir.PrimFunc``.
 
     ``private=True`` leaves out the ``global_symbol`` attribute. Inside an ``@I.ir_module``
@@ -47,8 +53,9 @@ def prim_func(func: Callable[..., Any] | None = None, /, *, private: bool = Fals
     return wrap if func is None else _decorate(func, sys._getframe(1))
 
 
-def function(func: Callable[..., Any] | None = None, /, *, private: bool = False,
-             pure: bool = True) -> Any:
+def function(
+    func: Callable[..., Any] | None = None, /, *, private: bool = False, pure: bool = True
+) -> Any:
     """Parse a function written in TVMScript's Relax dialect into a ``relax.Function``.
 
     ``private=True`` leaves out the ``global_symbol`` attribute; ``pure=False`` marks a
@@ -82,8 +89,9 @@ def _capture(obj: Any, frame: types.FrameType) -> tuple[Source, Definition, Envi
     else:
         code = getattr(obj, "__code__", None)
         if code is None:
-            raise ParseError(f"TVMScript decorators apply to functions and classes, not to "
-                             f"{type(obj).__name__}")
+            raise ParseError(
+                f"TVMScript decorators apply to functions and classes, not to {type(obj).__name__}"
+            )
         filename = code.co_filename
         module_globals = obj.__globals__
         starts = [code.co_firstlineno]
@@ -99,7 +107,10 @@ def _capture(obj: Any, frame: types.FrameType) -> tuple[Source, Definition, Envi
         raise ParseError(
             f"TVMScript needs the source code of {name!r} to parse it, but Python cannot find "
             f"it (defined in {filename}); define it in a file or a notebook cell, or pass the "
-            "text to mlckit.script.from_source", filename=filename, lineno=starts[0])
+            "text to mlckit.script.from_source",
+            filename=filename,
+            lineno=starts[0],
+        )
     source = Source(filename, tuple(line.rstrip("\r\n") for line in lines))
     if isinstance(obj, type):
         with contextlib.suppress(OSError, TypeError):
@@ -109,8 +120,11 @@ def _capture(obj: Any, frame: types.FrameType) -> tuple[Source, Definition, Envi
         if node is not None:
             env = Environment(module_globals, local_names)
             return source, node, env
-    raise ParseError(f"TVMScript could not find the definition of {name!r} in {filename}",
-                     filename=filename, lineno=starts[0])
+    raise ParseError(
+        f"TVMScript could not find the definition of {name!r} in {filename}",
+        filename=filename,
+        lineno=starts[0],
+    )
 
 
 def _definition_at(lines: list[str], start: int, name: str) -> Definition | None:
@@ -118,7 +132,7 @@ def _definition_at(lines: list[str], start: int, name: str) -> Definition | None
     if not 1 <= start <= len(lines):
         return None
     try:
-        block = inspect.getblock(lines[start - 1:])
+        block = inspect.getblock(lines[start - 1 :])
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return None
     text = "".join(block)
@@ -155,22 +169,28 @@ def definition_kind(parser: Parser, node: Definition) -> tuple[Any, dict[str, An
         options: dict[str, Any] = {}
         if isinstance(dec, ast.Call):
             if dec.args:
-                raise parser.error(dec.args[0], "decorator options are keyword arguments, e.g. "
-                                                "@T.prim_func(private=True)")
+                raise parser.error(
+                    dec.args[0],
+                    "decorator options are keyword arguments, e.g. @T.prim_func(private=True)",
+                )
             options = parser.evaluator.call_arguments(dec)[1]
             known = [p for p in inspect.signature(func).parameters if p not in ("func", "cls")]
             for option in options:
                 if option not in known:
-                    raise parser.error(dec, f"@{ast.unparse(target)} has no option {option!r}; "
-                                            f"its options are {', '.join(known) or 'none'}")
+                    raise parser.error(
+                        dec,
+                        f"@{ast.unparse(target)} has no option {option!r}; "
+                        f"its options are {', '.join(known) or 'none'}",
+                    )
         if (func is ir_module) != isinstance(node, ast.ClassDef):
             what = "a class" if func is ir_module else "a function"
             raise parser.error(dec, f"@{ast.unparse(target)} decorates {what}")
         return func, options
     if first_error is not None:
         raise first_error
-    raise parser.error(node, f"{node.name!r} is not decorated with @I.ir_module, @T.prim_func "
-                             "or @R.function")
+    raise parser.error(
+        node, f"{node.name!r} is not decorated with @I.ir_module, @T.prim_func or @R.function"
+    )
 
 
 def parse_definition(source: Source, node: Definition, env: Environment) -> Any:
@@ -202,9 +222,13 @@ def from_source(text: str, extra_vars: dict[str, Any] | None = None) -> Any:
         tree = ast.parse(text, "<string>")
     except SyntaxError as err:
         line = source.line(err.lineno or 0)
-        raise ParseError(f"invalid Python syntax: {err.msg}", filename="<string>",
-                         lineno=err.lineno or 0, col=max((err.offset or 1) - 1, 0),
-                         source_line=line) from None
+        raise ParseError(
+            f"invalid Python syntax: {err.msg}",
+            filename="<string>",
+            lineno=err.lineno or 0,
+            col=max((err.offset or 1) - 1, 0),
+            source_line=line,
+        ) from None
     names: dict[str, Any] = {"I": I, "T": T, "R": R, **(extra_vars or {})}
     parser = Parser(source, Environment(names))
     definitions: list[Definition] = []
@@ -214,17 +238,26 @@ def from_source(text: str, extra_vars: dict[str, Any] | None = None) -> Any:
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             with parser.guard(stmt):
                 _run_import(stmt, names)
-        elif (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
-              and isinstance(stmt.targets[0], ast.Name)):
+        elif (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+        ):
             # `metadata = {...}`: evaluated before the definition, which then sees it.
             names[stmt.targets[0].id] = parser.eval(stmt.value)
         elif not is_docstring(stmt):
-            raise parser.error(stmt, "TVMScript text holds one decorated class or function, "
-                                     "imports and a `metadata = ...` assignment")
+            raise parser.error(
+                stmt,
+                "TVMScript text holds one decorated class or function, "
+                "imports and a `metadata = ...` assignment",
+            )
     if len(definitions) != 1:
         node = definitions[1] if definitions else (tree.body[0] if tree.body else None)
-        raise parser.error(node, f"TVMScript text must define exactly one decorated class or "
-                                 f"function, found {len(definitions)}")
+        raise parser.error(
+            node,
+            f"TVMScript text must define exactly one decorated class or "
+            f"function, found {len(definitions)}",
+        )
     return parse_definition(source, definitions[0], Environment(names))
 
 
@@ -235,8 +268,7 @@ def _run_import(stmt: ast.Import | ast.ImportFrom, names: dict[str, Any]) -> Non
             if alias.asname:
                 names[alias.asname] = module
             else:
-                names[alias.name.split(".")[0]] = importlib.import_module(
-                    alias.name.split(".")[0])
+                names[alias.name.split(".")[0]] = importlib.import_module(alias.name.split(".")[0])
         return
     if stmt.level:
         raise ParseError("relative imports are not supported in TVMScript text")

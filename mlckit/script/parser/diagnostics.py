@@ -39,8 +39,7 @@ def _char_col(line: str | None, byte_col: int) -> int:
     return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
 
 
-def located(cls: type[Exception], message: str, source: Source, node: ast.AST | None
-            ) -> Exception:
+def located(cls: type[Exception], message: str, source: Source, node: ast.AST | None) -> Exception:
     """An exception of type ``cls`` whose message points at ``node`` in ``source``."""
     lineno = getattr(node, "lineno", 0) or 0
     line = source.line(lineno)
@@ -50,8 +49,9 @@ def located(cls: type[Exception], message: str, source: Source, node: ast.AST | 
         end_col = _char_col(line, node.end_col_offset)  # type: ignore[union-attr]
     elif line is not None:
         end_col = len(line.rstrip())
-    error = ParseError(message, filename=source.filename, lineno=lineno, col=col,
-                       source_line=line, end_col=end_col)
+    error = ParseError(
+        message, filename=source.filename, lineno=lineno, col=col, source_line=line, end_col=end_col
+    )
     if cls is not ParseError:
         # Same text as a ParseError, but the type says which stage found the problem.
         error = cls(str(error))

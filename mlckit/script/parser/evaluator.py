@@ -26,19 +26,36 @@ if TYPE_CHECKING:
     from .core import Parser
 
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
-    ast.Pow: operator.pow, ast.MatMult: operator.matmul, ast.BitAnd: operator.and_,
-    ast.BitOr: operator.or_, ast.BitXor: operator.xor, ast.LShift: operator.lshift,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.MatMult: operator.matmul,
+    ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor,
+    ast.LShift: operator.lshift,
     ast.RShift: operator.rshift,
 }
 _COMPARE: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-    ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
-    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
 }
 _UNARY: dict[type, Callable[[Any], Any]] = {
-    ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+    ast.Invert: operator.invert,
 }
 
 # Python syntax a script cannot use, with what to write instead.
@@ -88,9 +105,9 @@ class Evaluator:
     def eval(self, node: ast.AST) -> Any:
         handler = self._handlers.get(type(node))
         if handler is None:
-            message = _UNSUPPORTED.get(type(node),
-                                       f"{type(node).__name__} expressions are not supported in "
-                                       "TVMScript")
+            message = _UNSUPPORTED.get(
+                type(node), f"{type(node).__name__} expressions are not supported in TVMScript"
+            )
             raise self.parser.error(node, message)
         try:
             return handler(node)
@@ -139,8 +156,9 @@ class Evaluator:
         return slice(part(node.lower), part(node.upper), part(node.step))
 
     def _starred(self, node: ast.Starred) -> Any:
-        raise self.parser.error(node, "a starred expression can only be a call argument or a "
-                                      "tuple element")
+        raise self.parser.error(
+            node, "a starred expression can only be a call argument or a tuple element"
+        )
 
     # ------------------------------------------------------------------ calls
     def _call(self, node: ast.Call) -> Any:
@@ -217,8 +235,9 @@ def binary(op: ast.operator, lhs: Any, rhs: Any) -> Any:
     return _BINARY[type(op)](lhs, rhs)
 
 
-def _wrong_arguments(node: ast.Call, func: Any, args: list[Any], kwargs: dict[str, Any],
-                     err: TypeError) -> str:
+def _wrong_arguments(
+    node: ast.Call, func: Any, args: list[Any], kwargs: dict[str, Any], err: TypeError
+) -> str:
     """The message for a TypeError raised by a call: the expected signature when the arguments
     do not fit it, the error itself otherwise."""
     name = describe_callee(node.func)
@@ -238,7 +257,8 @@ def plain_signature(signature: inspect.Signature) -> inspect.Signature:
     empty = inspect.Parameter.empty
     return signature.replace(
         parameters=[p.replace(annotation=empty) for p in signature.parameters.values()],
-        return_annotation=empty)
+        return_annotation=empty,
+    )
 
 
 def did_you_mean(name: str, candidates: Any) -> str:

@@ -31,8 +31,10 @@ class ModuleFunctions:
         gvars = self.__dict__.get("_gvars", {})
         if attr in gvars:
             return gvars[attr]
-        raise MLCError(f"module {self.__dict__.get('_name')!r} has no function {attr!r}"
-                       f"{did_you_mean(attr, gvars)}")
+        raise MLCError(
+            f"module {self.__dict__.get('_name')!r} has no function {attr!r}"
+            f"{did_you_mean(attr, gvars)}"
+        )
 
     def __dir__(self) -> list[str]:
         return sorted(self._gvars)
@@ -53,8 +55,11 @@ def parse_module(source: Source, node: ast.ClassDef, env: Environment) -> IRModu
             bound = parser.bind_statement(stmt.value, I.module_attrs)  # type: ignore[arg-type]
             attrs.update(bound["attrs"])
         elif not is_docstring(stmt) and not isinstance(stmt, ast.Pass):
-            raise parser.error(stmt, "an @I.ir_module class holds only functions decorated "
-                                     "with @T.prim_func or @R.function")
+            raise parser.error(
+                stmt,
+                "an @I.ir_module class holds only functions decorated "
+                "with @T.prim_func or @R.function",
+            )
     gvars: dict[str, GlobalVar] = {}
     for stmt, _, _ in functions:
         if stmt.name in gvars:

@@ -52,24 +52,39 @@ from .markers import ScriptStatement
 # Leaves may be a function's result as they are; anything else is bound to a variable first.
 _LEAVES = (Var, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc, Tuple)
 # Pre-0.1 relax spelled these statements on the `relax` module itself.
-_LEGACY_STATEMENTS = {"dataflow": R.dataflow, "output": R.output, "func_attr": R.func_attr,
-                      "match_cast": R.match_cast}
+_LEGACY_STATEMENTS = {
+    "dataflow": R.dataflow,
+    "output": R.output,
+    "func_attr": R.func_attr,
+    "match_cast": R.match_cast,
+}
 # Pre-0.1 relax wrote struct info without the R. prefix (`x: Tensor((3, 4), "float32")`).
 _LEGACY_NAMES = {"Tensor": R.Tensor, "Tuple": R.Tuple, "Shape": R.Shape, "Object": R.Object}
 
 
-def declare_function(source: Source, node: ast.FunctionDef, env: Environment,
-                     options: dict[str, Any], base: dict[str, Any]) -> FuncStructInfo:
+def declare_function(
+    source: Source,
+    node: ast.FunctionDef,
+    env: Environment,
+    options: dict[str, Any],
+    base: dict[str, Any],
+) -> FuncStructInfo:
     """The struct info of a function's signature, before its body is parsed."""
     parser = RelaxParser(source, env, base)
     with R.symbol_scope(parser.symbols):
         params, ret = parser.signature(node)
-    return FuncStructInfo([p.struct_info_ for p in params], ret or ObjectStructInfo(),
-                          options.get("pure", True))
+    return FuncStructInfo(
+        [p.struct_info_ for p in params], ret or ObjectStructInfo(), options.get("pure", True)
+    )
 
 
-def parse_function(source: Source, node: ast.FunctionDef, env: Environment,
-                   options: dict[str, Any], base: dict[str, Any] | None = None) -> Function:
+def parse_function(
+    source: Source,
+    node: ast.FunctionDef,
+    env: Environment,
+    options: dict[str, Any],
+    base: dict[str, Any] | None = None,
+) -> Function:
     return RelaxParser(source, env, base).parse(node, options)
 
 
@@ -93,28 +108,36 @@ class RelaxParser(Parser):
         self.constants: dict[int, Constant] = {}
         self.finished_dataflow_vars: set[str] = set()
         self.expr_statements: dict[ScriptStatement, Callable[..., Any]] = {
-            R.output: self.stmt_output, R.func_attr: self.stmt_func_attr,
+            R.output: self.stmt_output,
+            R.func_attr: self.stmt_func_attr,
         }
 
     # ------------------------------------------------------------------ function
     def signature(self, node: ast.FunctionDef) -> tuple[list[Var], StructInfo | None]:
         args = node.args
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults:
-            raise self.error(node, "an R.function takes plain parameters (no defaults, *args, "
-                                   "keyword-only or positional-only parameters)")
+            raise self.error(
+                node,
+                "an R.function takes plain parameters (no defaults, *args, "
+                "keyword-only or positional-only parameters)",
+            )
         # `n = T.int64()` in the body may declare what the signature uses as `n`.
         for stmt in node.body:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-                for name_node, dtype in self.symbolic_declarations(stmt.targets[0],
-                                                                   stmt.value) or ():
+                for name_node, dtype in (
+                    self.symbolic_declarations(stmt.targets[0], stmt.value) or ()
+                ):
                     self.symbols.setdefault(name_node.id, TirVar(name_node.id, dtype))
         for name, var in self.symbols.items():
             self.vars.add(name, var)
         params = []
         for arg in args.args:
             if arg.annotation is None:
-                raise self.error(arg, f"parameter {arg.arg!r} needs a struct info annotation, "
-                                      f'e.g. `{arg.arg}: R.Tensor((3, 4), "float32")`')
+                raise self.error(
+                    arg,
+                    f"parameter {arg.arg!r} needs a struct info annotation, "
+                    f'e.g. `{arg.arg}: R.Tensor((3, 4), "float32")`',
+                )
             params.append(Var(arg.arg, self.struct_info(arg.annotation)))
         ret = None if node.returns is None else self.struct_info(node.returns)
         self.sync_symbols()
@@ -131,8 +154,7 @@ class RelaxParser(Parser):
                         raise self.error(stmt, "statements after `return` are never run")
                     self.visit_stmt(stmt)
             if self.result is None:
-                raise self.error(node, f"R.function {node.name!r} must end with a return "
-                                       "statement")
+                raise self.error(node, f"R.function {node.name!r} must end with a return statement")
         self.flush()
         body = SeqExpr(self.blocks, self.result)
         if not options.get("private", False):
@@ -146,9 +168,12 @@ class RelaxParser(Parser):
         if isinstance(value, (StructInfo, R.StructInfoBuilder)):
             with self.guard(node):
                 return R.to_struct_info(value)
-        raise self.error(node, f"type annotation `{ast.unparse(node)}` is not a struct info; "
-                               'write e.g. R.Tensor((3, 4), "float32"), R.Tuple(...), '
-                               "R.Shape(...), R.Prim(...) or R.Object")
+        raise self.error(
+            node,
+            f"type annotation `{ast.unparse(node)}` is not a struct info; "
+            'write e.g. R.Tensor((3, 4), "float32"), R.Tuple(...), '
+            "R.Shape(...), R.Prim(...) or R.Object",
+        )
 
     def sync_symbols(self) -> None:
         """Make symbolic dims named by strings usable as names too (``n`` after ``"n"``)."""
@@ -161,8 +186,11 @@ class RelaxParser(Parser):
         if name in _LEGACY_NAMES:
             return _LEGACY_NAMES[name]
         if name in self.finished_dataflow_vars:
-            raise self.error(node, f"{name!r} is a dataflow variable, visible only inside its "
-                                   f"dataflow block; list it in R.output(...) to use it after")
+            raise self.error(
+                node,
+                f"{name!r} is a dataflow variable, visible only inside its "
+                f"dataflow block; list it in R.output(...) to use it after",
+            )
         return super().undefined_name(name, node)
 
     def missing_attribute(self, owner: Any, node: ast.Attribute) -> Any:
@@ -172,9 +200,12 @@ class RelaxParser(Parser):
             op = getattr(relax_module.op, node.attr, None)
             if op is not None:
                 return op
-            raise self.error(node, f"relax.{node.attr} is not defined (the relax operators "
-                                   "of old scripts, relax.<op>, are spelled R.<op> today)"
-                                   f"{did_you_mean(node.attr, dir(R))}")
+            raise self.error(
+                node,
+                f"relax.{node.attr} is not defined (the relax operators "
+                "of old scripts, relax.<op>, are spelled R.<op> today)"
+                f"{did_you_mean(node.attr, dir(R))}",
+            )
         return super().missing_attribute(owner, node)
 
     def convert_leaf(self, value: Any) -> Any:
@@ -186,8 +217,7 @@ class RelaxParser(Parser):
             return constant
         return value
 
-    def call_value(self, node: ast.Call, func: Any, args: list[Any],
-                   kwargs: dict[str, Any]) -> Any:
+    def call_value(self, node: ast.Call, func: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if isinstance(func, (GlobalVar, Expr)):
             if kwargs:
                 raise MLCError("a call of a relax function takes positional arguments only")
@@ -202,8 +232,9 @@ class RelaxParser(Parser):
         # A temporary is never an output of the dataflow block it is bound in.
         return self.emit("lv", value, None, output=False)
 
-    def emit(self, name: str, value: Expr, sinfo: StructInfo | None,
-             output: bool | None = None) -> Var:
+    def emit(
+        self, name: str, value: Expr, sinfo: StructInfo | None, output: bool | None = None
+    ) -> Var:
         """Bind an already normalized ``value`` to a new variable ``name``; in a dataflow
         block it is a DataflowVar unless it is an output (by default: R.output names it)."""
         if output is None:
@@ -223,8 +254,11 @@ class RelaxParser(Parser):
         return None
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        raise self.error(node, "functions cannot be defined inside an R.function; define them "
-                               "in the module and call them as cls.f(...)")
+        raise self.error(
+            node,
+            "functions cannot be defined inside an R.function; define them "
+            "in the module and call them as cls.f(...)",
+        )
 
     def visit_Assign(self, node: ast.Assign) -> None:
         self.assign(single_target(self, node), node.value, None, node)
@@ -235,18 +269,23 @@ class RelaxParser(Parser):
         self.assign(node.target, node.value, self.struct_info(node.annotation), node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        raise self.error(node, "relax variables are bound once; write `y = x + 1` with a new "
-                               "name instead of `x += 1`")
+        raise self.error(
+            node,
+            "relax variables are bound once; write `y = x + 1` with a new name instead of `x += 1`",
+        )
 
-    def assign(self, target: ast.expr, value_node: ast.expr, sinfo: StructInfo | None,
-               node: ast.stmt) -> None:
+    def assign(
+        self, target: ast.expr, value_node: ast.expr, sinfo: StructInfo | None, node: ast.stmt
+    ) -> None:
         declared = self.symbolic_declarations(target, value_node)
         if declared is not None:
             for name_node, dtype in declared:
                 var = self.symbols.setdefault(name_node.id, TirVar(name_node.id, dtype))
                 if var.dtype != dtype:
-                    raise self.error(name_node, f"{name_node.id!r} is already a symbolic "
-                                                f"variable of dtype {var.dtype}")
+                    raise self.error(
+                        name_node,
+                        f"{name_node.id!r} is already a symbolic variable of dtype {var.dtype}",
+                    )
                 self.vars.add(name_node.id, var)
             return
         func = self.callee(value_node)
@@ -258,12 +297,16 @@ class RelaxParser(Parser):
         value = self.eval(value_node) if func is MISSING else self.finish_call(value_node, func)
         self.bind_value(target, value, value_node, sinfo)
 
-    def bind_value(self, target: ast.expr, value: Any, value_node: ast.expr,
-                   sinfo: StructInfo | None) -> None:
+    def bind_value(
+        self, target: ast.expr, value: Any, value_node: ast.expr, sinfo: StructInfo | None
+    ) -> None:
         if isinstance(target, ast.Tuple):
             if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
-                raise self.error(target, "unpacking works on Python tuples only; take the "
-                                         "fields of a relax tuple with t[0], t[1], ...")
+                raise self.error(
+                    target,
+                    "unpacking works on Python tuples only; take the "
+                    "fields of a relax tuple with t[0], t[1], ...",
+                )
             for elt, item in zip(target.elts, value):
                 self.bind_value(elt, item, value_node, None)
             return
@@ -273,8 +316,9 @@ class RelaxParser(Parser):
             value = Tuple(list(value))
         if not isinstance(value, Expr):
             if sinfo is not None:
-                raise self.error(value_node, "only relax expressions can have a struct info "
-                                             "annotation")
+                raise self.error(
+                    value_node, "only relax expressions can have a struct info annotation"
+                )
             self.vars.add(target.id, value)  # a Python value: `cls = Module`, constants
             return
         with self.guard(value_node):
@@ -306,15 +350,19 @@ class RelaxParser(Parser):
             return
         value = self.eval(node.value) if func is MISSING else self.finish_call(node.value, func)
         if not isinstance(value, Expr):
-            raise self.error(node, "this expression statement has no effect; bind relax "
-                                   "values to names (`lv = ...`)")
+            raise self.error(
+                node,
+                "this expression statement has no effect; bind relax values to names (`lv = ...`)",
+            )
         with self.guard(node):
             self.emit("_", self.normalized(value), None)
 
     def stmt_output(self, node: ast.Call, bound: dict[str, Any]) -> None:
         if self.dataflow is None:
-            raise self.error(node, "R.output can only be used as the last statement of a "
-                                   "`with R.dataflow():` block")
+            raise self.error(
+                node,
+                "R.output can only be used as the last statement of a `with R.dataflow():` block",
+            )
         for arg in node.args:
             if not isinstance(arg, ast.Name) or arg.id not in self.vars.frames[-1]:
                 raise self.error(arg, "R.output lists variables bound in this dataflow block")
@@ -322,16 +370,14 @@ class RelaxParser(Parser):
     def stmt_func_attr(self, node: ast.Call, bound: dict[str, Any]) -> None:
         attrs = bound["attrs"]
         if not isinstance(attrs, dict) or not all(isinstance(k, str) for k in attrs):
-            raise self.error(node, 'attributes are a dict with string keys, e.g. '
-                                   '{"Primitive": 1}')
+            raise self.error(node, 'attributes are a dict with string keys, e.g. {"Primitive": 1}')
         self.attrs.update(attrs)
 
     def visit_With(self, node: ast.With) -> None:
         item = node.items[0]
         func = self.callee(item.context_expr)
         if len(node.items) != 1 or func is not R.dataflow or item.optional_vars is not None:
-            raise self.error(item.context_expr, "relax's `with` statement is "
-                                                "`with R.dataflow():`")
+            raise self.error(item.context_expr, "relax's `with` statement is `with R.dataflow():`")
         self.bind_statement(item.context_expr, R.dataflow)  # type: ignore[arg-type]
         if self.dataflow is not None or self.nesting:
             raise self.error(node, "a dataflow block cannot be nested in another block")
@@ -358,43 +404,59 @@ class RelaxParser(Parser):
         for index, stmt in enumerate(body):
             if isinstance(stmt, ast.Expr) and self.callee(stmt.value) is R.output:
                 if index != len(body) - 1:
-                    raise self.error(stmt, "R.output must be the last statement of the "
-                                           "dataflow block")
+                    raise self.error(
+                        stmt, "R.output must be the last statement of the dataflow block"
+                    )
                 call: ast.Call = stmt.value  # type: ignore[assignment]
                 if call.keywords:
                     raise self.error(call, "R.output takes variables, not keywords")
                 for arg in call.args:
                     if not isinstance(arg, ast.Name):
-                        raise self.error(arg, "R.output lists variables bound in this "
-                                              "dataflow block")
+                        raise self.error(
+                            arg, "R.output lists variables bound in this dataflow block"
+                        )
                     outputs.append(arg)
         return outputs
 
     def visit_If(self, node: ast.If) -> None:
         if self.dataflow is not None:
-            raise self.error(node, "`if` is not allowed inside a dataflow block; put it after "
-                                   "the block")
+            raise self.error(
+                node, "`if` is not allowed inside a dataflow block; put it after the block"
+            )
         if not node.orelse:
             raise self.error(node, "a relax `if` needs an `else` branch")
         cond = self.eval(node.test)
         then_seq, name, sinfo = self.branch(node.body, node)
         else_seq, else_name, else_sinfo = self.branch(node.orelse, node)
         if else_name.id != name.id:
-            raise self.error(else_name, f"both branches of a relax `if` must end by assigning "
-                                        f"the same name; the first assigns {name.id!r}")
+            raise self.error(
+                else_name,
+                f"both branches of a relax `if` must end by assigning "
+                f"the same name; the first assigns {name.id!r}",
+            )
         with self.guard(node):
-            var = self.emit(name.id, self.normalized(If(cond, then_seq, else_seq)),
-                            sinfo or else_sinfo)
+            var = self.emit(
+                name.id, self.normalized(If(cond, then_seq, else_seq)), sinfo or else_sinfo
+            )
         self.vars.add(name.id, var)
 
-    def branch(self, body: list[ast.stmt], node: ast.If
-               ) -> tuple[SeqExpr, ast.Name, StructInfo | None]:
+    def branch(
+        self, body: list[ast.stmt], node: ast.If
+    ) -> tuple[SeqExpr, ast.Name, StructInfo | None]:
         last = body[-1]
-        target = last.targets[0] if isinstance(last, ast.Assign) and len(last.targets) == 1 \
-            else last.target if isinstance(last, ast.AnnAssign) and last.value else None
+        target = (
+            last.targets[0]
+            if isinstance(last, ast.Assign) and len(last.targets) == 1
+            else last.target
+            if isinstance(last, ast.AnnAssign) and last.value
+            else None
+        )
         if not isinstance(target, ast.Name):
-            raise self.error(last, "each branch of a relax `if` ends with an assignment to the "
-                                   "name the `if` defines, e.g. `y = lv`")
+            raise self.error(
+                last,
+                "each branch of a relax `if` ends with an assignment to the "
+                "name the `if` defines, e.g. `y = lv`",
+            )
         saved = self.blocks, self.bindings
         self.blocks, self.bindings = [], []
         self.nesting += 1
@@ -415,8 +477,11 @@ class RelaxParser(Parser):
 
     def visit_Return(self, node: ast.Return) -> None:
         if self.dataflow is not None or self.nesting:
-            raise self.error(node, "`return` must be the last statement of the function, "
-                                   "outside dataflow blocks and branches")
+            raise self.error(
+                node,
+                "`return` must be the last statement of the function, "
+                "outside dataflow blocks and branches",
+            )
         if node.value is None:
             raise self.error(node, "an R.function returns a value")
         value = self.eval(node.value)

@@ -48,12 +48,17 @@ from .evaluator import binary
 from .markers import ScriptStatement
 
 _LOOP_KINDS = {
-    T.serial: ForKind.SERIAL, T.parallel: ForKind.PARALLEL, T.vectorized: ForKind.VECTORIZED,
-    T.unroll: ForKind.UNROLLED, T.thread_binding: ForKind.THREAD_BINDING,
+    T.serial: ForKind.SERIAL,
+    T.parallel: ForKind.PARALLEL,
+    T.vectorized: ForKind.VECTORIZED,
+    T.unroll: ForKind.UNROLLED,
+    T.thread_binding: ForKind.THREAD_BINDING,
 }
 _AXIS_KINDS = {
-    T.axis.spatial: IterVarType.DataPar, T.axis.reduce: IterVarType.CommReduce,
-    T.axis.scan: IterVarType.Ordered, T.axis.opaque: IterVarType.Opaque,
+    T.axis.spatial: IterVarType.DataPar,
+    T.axis.reduce: IterVarType.CommReduce,
+    T.axis.scan: IterVarType.Ordered,
+    T.axis.opaque: IterVarType.Opaque,
 }
 _REMAP_KINDS = {"S": IterVarType.DataPar, "R": IterVarType.CommReduce}
 
@@ -89,8 +94,13 @@ class _Let:
     value: PrimExpr
 
 
-def parse_prim_func(source: Source, node: ast.FunctionDef, env: Environment,
-                    options: dict[str, Any], base: dict[str, Any] | None = None) -> PrimFunc:
+def parse_prim_func(
+    source: Source,
+    node: ast.FunctionDef,
+    env: Environment,
+    options: dict[str, Any],
+    base: dict[str, Any] | None = None,
+) -> PrimFunc:
     return TIRParser(source, env, base).parse(node, options)
 
 
@@ -126,8 +136,9 @@ _UNNAMED = "buffer"
 def _renamed(buffer: Buffer, name: str) -> Buffer:
     """A buffer declared by ``T.Buffer(...)`` under the name it is given in the script."""
     data = Var(name, "handle") if buffer.data.name_hint == _UNNAMED else buffer.data
-    return Buffer(data, buffer.dtype, buffer.shape, buffer.strides, buffer.elem_offset, name,
-                  buffer.scope)
+    return Buffer(
+        data, buffer.dtype, buffer.shape, buffer.strides, buffer.elem_offset, name, buffer.scope
+    )
 
 
 class TIRParser(Parser):
@@ -148,14 +159,19 @@ class TIRParser(Parser):
         # True while evaluating what binds a block to its loops (T.axis, T.where).
         self.binding_context = False
         self.with_statements: dict[ScriptStatement, Callable[..., Any]] = {
-            T.block: self.parse_block, T.init: self.parse_init,
+            T.block: self.parse_block,
+            T.init: self.parse_init,
         }
         self.expr_statements: dict[ScriptStatement, Callable[..., Any]] = {
-            T.where: self.stmt_where, T.reads: self.stmt_reads, T.writes: self.stmt_writes,
-            T.block_attr: self.stmt_block_attr, T.func_attr: self.stmt_func_attr,
+            T.where: self.stmt_where,
+            T.reads: self.stmt_reads,
+            T.writes: self.stmt_writes,
+            T.block_attr: self.stmt_block_attr,
+            T.func_attr: self.stmt_func_attr,
         }
         self.assign_statements: dict[ScriptStatement, Callable[..., Any]] = {
-            T.match_buffer: self.assign_match_buffer, T.alloc_buffer: self.assign_alloc_buffer,
+            T.match_buffer: self.assign_match_buffer,
+            T.alloc_buffer: self.assign_alloc_buffer,
             T.axis.remap: self.assign_remap,
             **{marker: self.assign_axis for marker in _AXIS_KINDS},
         }
@@ -164,14 +180,20 @@ class TIRParser(Parser):
     def parse(self, node: ast.FunctionDef, options: dict[str, Any]) -> PrimFunc:
         args = node.args
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults:
-            raise self.error(node, "a T.prim_func takes plain parameters (no defaults, *args, "
-                                   "keyword-only or positional-only parameters)")
+            raise self.error(
+                node,
+                "a T.prim_func takes plain parameters (no defaults, *args, "
+                "keyword-only or positional-only parameters)",
+            )
         for arg in args.args:
             self.add_param(arg)
-        if node.returns is not None and not (isinstance(node.returns, ast.Constant)
-                                             and node.returns.value is None):
-            raise self.error(node.returns, "a T.prim_func returns nothing: write `-> None` or "
-                                           "leave out the return annotation")
+        if node.returns is not None and not (
+            isinstance(node.returns, ast.Constant) and node.returns.value is None
+        ):
+            raise self.error(
+                node.returns,
+                "a T.prim_func returns nothing: write `-> None` or leave out the return annotation",
+            )
         with self.vars.frame():
             body = _seq(self.parse_stmts(node.body))
         if self._is_root_block(body):
@@ -187,14 +209,21 @@ class TIRParser(Parser):
 
     def _is_root_block(self, body: Stmt) -> bool:
         # A script that writes the root block itself (`with T.block("root"):`) keeps it.
-        return (not self.root_allocs and isinstance(body, BlockRealize)
-                and body.block.name_hint == "root" and not body.block.iter_vars)
+        return (
+            not self.root_allocs
+            and isinstance(body, BlockRealize)
+            and body.block.name_hint == "root"
+            and not body.block.iter_vars
+        )
 
     def add_param(self, arg: ast.arg) -> None:
         name = arg.arg
         if arg.annotation is None:
-            raise self.error(arg, f"parameter {name!r} needs a type: `{name}: T.handle`, "
-                                  f'`{name}: T.Buffer((128,), "float32")` or `{name}: T.int32`')
+            raise self.error(
+                arg,
+                f"parameter {name!r} needs a type: `{name}: T.handle`, "
+                f'`{name}: T.Buffer((128,), "float32")` or `{name}: T.int32`',
+            )
         annotation = self.eval(arg.annotation)
         if isinstance(annotation, T.DType):
             var = Var(name, annotation.dtype)
@@ -206,9 +235,12 @@ class TIRParser(Parser):
             self.vars.add(name, buffer)
             self.roles[id(buffer)] = "a function parameter"
         else:
-            raise self.error(arg.annotation, "a T.prim_func parameter's type is T.handle, "
-                                             "T.Buffer(shape, dtype) or a scalar type such as "
-                                             f"T.int32, not {ast.unparse(arg.annotation)}")
+            raise self.error(
+                arg.annotation,
+                "a T.prim_func parameter's type is T.handle, "
+                "T.Buffer(shape, dtype) or a scalar type such as "
+                f"T.int32, not {ast.unparse(arg.annotation)}",
+            )
         self.roles[id(var)] = "a function parameter"
         self.params.append(var)
 
@@ -218,12 +250,16 @@ class TIRParser(Parser):
         if isinstance(value, Var) and not self.binding_context:
             loop = self.loops.get(id(value))
             if loop is not None and loop.block_depth < len(self.blocks):
-                inner = self.blocks[loop.block_depth:]
+                inner = self.blocks[loop.block_depth :]
                 if any(frame.iter_vars for frame in inner):
-                    raise self.error(node, (
-                        f"loop variable {name!r} is used directly inside block "
-                        f"{inner[-1].name!r}; bind it to a block iterator with T.axis.remap "
-                        f"or T.axis.spatial/reduce and use that instead"))
+                    raise self.error(
+                        node,
+                        (
+                            f"loop variable {name!r} is used directly inside block "
+                            f"{inner[-1].name!r}; bind it to a block iterator with T.axis.remap "
+                            f"or T.axis.spatial/reduce and use that instead"
+                        ),
+                    )
         return value
 
     def undefined_name(self, name: str, node: ast.AST) -> Any:
@@ -239,7 +275,7 @@ class TIRParser(Parser):
             if isinstance(result, _Let):
                 with self.vars.frame():
                     self.vars.add(result.var.name_hint, result.var)
-                    rest = self.parse_stmts(stmts[index + 1:])
+                    rest = self.parse_stmts(stmts[index + 1 :])
                 out.append(LetStmt(result.var, result.value, _seq(rest)))
                 break
             if isinstance(result, Stmt):
@@ -250,8 +286,9 @@ class TIRParser(Parser):
         return None
 
     def visit_Return(self, node: ast.Return) -> None:
-        raise self.error(node, "a T.prim_func does not return a value; write results into "
-                               "an output buffer")
+        raise self.error(
+            node, "a T.prim_func does not return a value; write results into an output buffer"
+        )
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         raise self.error(node, "functions cannot be defined inside a T.prim_func")
@@ -272,13 +309,15 @@ class TIRParser(Parser):
             return value
         if isinstance(value, PrimExpr):
             return Evaluate(value)
-        raise self.error(node, "this expression statement has no effect in TensorIR; "
-                               "statements are stores (A[i] = ...), loops, blocks and T.* calls")
+        raise self.error(
+            node,
+            "this expression statement has no effect in TensorIR; "
+            "statements are stores (A[i] = ...), loops, blocks and T.* calls",
+        )
 
     def current_block(self, node: ast.AST, builder: ScriptStatement) -> _BlockFrame:
         if not self.blocks:
-            raise self.error(node, f"{builder.name} can only be used inside a "
-                                   "`with T.block(...)`")
+            raise self.error(node, f"{builder.name} can only be used inside a `with T.block(...)`")
         return self.blocks[-1]
 
     def stmt_where(self, node: ast.Call, marker: ScriptStatement) -> None:
@@ -314,8 +353,9 @@ class TIRParser(Parser):
     def _attr_dict(self, node: ast.Call, marker: ScriptStatement) -> dict[str, Any]:
         attrs = self.bind_statement(node, marker)["attrs"]
         if not isinstance(attrs, dict) or not all(isinstance(k, str) for k in attrs):
-            raise self.error(node, "attributes are a dict with string keys, e.g. "
-                                   '{"tir.noalias": True}')
+            raise self.error(
+                node, 'attributes are a dict with string keys, e.g. {"tir.noalias": True}'
+            )
         return attrs
 
     # ------------------------------------------------------------------ assignments
@@ -341,8 +381,11 @@ class TIRParser(Parser):
         existing = self.vars.get(name_node.id)
         role = self.roles.get(id(existing)) if existing is not MISSING else None
         if role is not None:
-            raise self.error(name_node, f"cannot assign to {name_node.id!r}: it is {role}; "
-                                        "TensorIR variables cannot be reassigned")
+            raise self.error(
+                name_node,
+                f"cannot assign to {name_node.id!r}: it is {role}; "
+                "TensorIR variables cannot be reassigned",
+            )
 
     def target_name(self, target: ast.expr, what: str) -> str:
         if not isinstance(target, ast.Name):
@@ -356,11 +399,12 @@ class TIRParser(Parser):
         if isinstance(target, ast.Tuple):
             values = list(value) if isinstance(value, (tuple, list)) else None
             if values is None or len(values) != len(target.elts):
-                raise self.error(node, "cannot unpack this value into "
-                                       f"{len(target.elts)} names")
+                raise self.error(node, f"cannot unpack this value into {len(target.elts)} names")
             if any(isinstance(v, PrimExpr) for v in values):
-                raise self.error(node, "assign TensorIR expressions one name at a time "
-                                       "(each becomes a let binding)")
+                raise self.error(
+                    node,
+                    "assign TensorIR expressions one name at a time (each becomes a let binding)",
+                )
             for elt, v in zip(target.elts, values):
                 self.bind_value(elt, v, node)
             return None
@@ -377,21 +421,29 @@ class TIRParser(Parser):
     def visit_AnnAssign(self, node: ast.AnnAssign) -> _Let:
         annotation = self.eval(node.annotation)
         if not isinstance(annotation, T.DType):
-            raise self.error(node.annotation, "an annotated assignment in TensorIR declares a "
-                                              "scalar, e.g. `x: T.int32 = ...`")
+            raise self.error(
+                node.annotation,
+                "an annotated assignment in TensorIR declares a scalar, e.g. `x: T.int32 = ...`",
+            )
         if node.value is None:
             raise self.error(node, "an annotated scalar needs a value: `x: T.int32 = ...`")
         name = self.target_name(node.target, "a scalar")
         value = convert(self.eval(node.value), annotation.dtype)
         if value.dtype != annotation.dtype:
-            raise self.error(node.value, f"the value has dtype {value.dtype}, but {name!r} is "
-                                         f"declared {annotation.dtype}; use T.Cast")
+            raise self.error(
+                node.value,
+                f"the value has dtype {value.dtype}, but {name!r} is "
+                f"declared {annotation.dtype}; use T.Cast",
+            )
         return _Let(Var(name, annotation.dtype), value)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> Stmt:
         if not isinstance(node.target, ast.Subscript):
-            raise self.error(node, "TensorIR variables cannot be reassigned; only buffer "
-                                   "elements can be updated (A[i] += x)")
+            raise self.error(
+                node,
+                "TensorIR variables cannot be reassigned; only buffer "
+                "elements can be updated (A[i] += x)",
+            )
         current = self.eval(node.target)
         update = self.eval(node.value)
         with self.guard(node):
@@ -401,38 +453,54 @@ class TIRParser(Parser):
     def store(self, target: ast.Subscript, value: Any, node: ast.stmt) -> Stmt:
         buffer = self.eval(target.value)
         if not isinstance(buffer, Buffer):
-            raise self.error(target.value, f"{ast.unparse(target.value)} is not a buffer; only "
-                                           "buffer elements can be assigned (A[i, j] = value)")
+            raise self.error(
+                target.value,
+                f"{ast.unparse(target.value)} is not a buffer; only "
+                "buffer elements can be assigned (A[i, j] = value)",
+            )
         index = self.eval(target.slice)
         indices = index if isinstance(index, tuple) else (index,)
         if any(isinstance(i, slice) for i in indices):
-            raise self.error(target, "a store writes one element; a region (with `:`) "
-                                     "cannot be assigned")
+            raise self.error(
+                target, "a store writes one element; a region (with `:`) cannot be assigned"
+            )
         with self.guard(node):
             return BufferStore(buffer, convert(value, buffer.dtype), indices)
 
     # ------------------------------------------------------------------ buffers
     def _buffer_args(self, bound: dict[str, Any]) -> dict[str, Any]:
-        return {"dtype": bound["dtype"], "data": bound["data"],
-                "strides": bound["strides"] or (), "elem_offset": bound["elem_offset"],
-                "scope": bound["scope"]}
+        return {
+            "dtype": bound["dtype"],
+            "data": bound["data"],
+            "strides": bound["strides"] or (),
+            "elem_offset": bound["elem_offset"],
+            "scope": bound["scope"],
+        }
 
-    def assign_alloc_buffer(self, node: ast.Assign, target: ast.expr,
-                            marker: ScriptStatement) -> None:
+    def assign_alloc_buffer(
+        self, node: ast.Assign, target: ast.expr, marker: ScriptStatement
+    ) -> None:
         bound = self.bind_statement(node.value, marker)  # type: ignore[arg-type]
         name = self.target_name(target, "T.alloc_buffer")
         shape = bound["shape"]
         args = self._buffer_args(bound)
         with self.guard(node.value):
-            buffer = Buffer(args["data"], args["dtype"],
-                            shape if isinstance(shape, (list, tuple)) else (shape,),
-                            args["strides"], args["elem_offset"], name, args["scope"])
+            buffer = Buffer(
+                args["data"],
+                args["dtype"],
+                shape if isinstance(shape, (list, tuple)) else (shape,),
+                args["strides"],
+                args["elem_offset"],
+                name,
+                args["scope"],
+            )
         (self.blocks[-1].alloc_buffers if self.blocks else self.root_allocs).append(buffer)
         self.roles[id(buffer)] = "a buffer"
         self.vars.add(name, buffer)
 
-    def assign_match_buffer(self, node: ast.Assign, target: ast.expr,
-                            marker: ScriptStatement) -> None:
+    def assign_match_buffer(
+        self, node: ast.Assign, target: ast.expr, marker: ScriptStatement
+    ) -> None:
         bound = self.bind_statement(node.value, marker)  # type: ignore[arg-type]
         name = self.target_name(target, "T.match_buffer")
         param, shape = bound["param"], bound["shape"]
@@ -445,23 +513,36 @@ class TIRParser(Parser):
                     raise MLCError("T.match_buffer in a block matches one buffer region")
                 if shape is None:
                     shape = [r.extent for r in source[0].region]
-                buffer = Buffer(args["data"], args["dtype"], shape, args["strides"],
-                                args["elem_offset"], name, args["scope"])
+                buffer = Buffer(
+                    args["data"],
+                    args["dtype"],
+                    shape,
+                    args["strides"],
+                    args["elem_offset"],
+                    name,
+                    args["scope"],
+                )
             self.blocks[-1].match_buffers.append(MatchBufferRegion(buffer, source[0]))
         else:
             if not any(param is p for p in self.params) or param.dtype != "handle":
-                raise self.error(node.value.args[0] if node.value.args else node.value,  # type: ignore[attr-defined]
-                                 "T.match_buffer at function level takes a T.handle "
-                                 "parameter of the function")
+                raise self.error(
+                    node.value.args[0] if node.value.args else node.value,  # type: ignore[attr-defined]
+                    "T.match_buffer at function level takes a T.handle parameter of the function",
+                )
             if param in self.buffer_map:
-                raise self.error(node.value, f"parameter {param.name_hint!r} already has a "
-                                             "buffer")
+                raise self.error(node.value, f"parameter {param.name_hint!r} already has a buffer")
             if shape is None:
                 raise self.error(node.value, "T.match_buffer needs the buffer's shape")
             with self.guard(node.value):
-                buffer = Buffer(args["data"], args["dtype"],
-                                shape if isinstance(shape, (list, tuple)) else (shape,),
-                                args["strides"], args["elem_offset"], name, args["scope"])
+                buffer = Buffer(
+                    args["data"],
+                    args["dtype"],
+                    shape if isinstance(shape, (list, tuple)) else (shape,),
+                    args["strides"],
+                    args["elem_offset"],
+                    name,
+                    args["scope"],
+                )
             self.buffer_map[param] = buffer
         self.roles[id(buffer)] = "a buffer"
         self.vars.add(name, buffer)
@@ -475,8 +556,9 @@ class TIRParser(Parser):
         finally:
             self.binding_context = False
 
-    def _add_iter_var(self, frame: _BlockFrame, name: str, dom: Range, value: PrimExpr,
-                      kind: int) -> None:
+    def _add_iter_var(
+        self, frame: _BlockFrame, name: str, dom: Range, value: PrimExpr, kind: int
+    ) -> None:
         var = Var(name, value.dtype)
         frame.iter_vars.append(IterVar(dom, var, kind))
         frame.iter_values.append(value)
@@ -492,24 +574,41 @@ class TIRParser(Parser):
             raise self.error(call, 'T.axis.remap takes the kinds as a string such as "SSR"')
         values = list(values) if isinstance(values, (list, tuple)) else [values]
         if len(kinds) != len(values):
-            raise self.error(call, f"T.axis.remap got {len(kinds)} kinds {kinds!r} for "
-                                   f"{len(values)} loop variables; give one letter per variable")
+            raise self.error(
+                call,
+                f"T.axis.remap got {len(kinds)} kinds {kinds!r} for "
+                f"{len(values)} loop variables; give one letter per variable",
+            )
         for letter in kinds:
             if letter not in _REMAP_KINDS:
-                raise self.error(call, f"T.axis.remap: unknown iterator kind {letter!r} in "
-                                       f"{kinds!r}; use S (spatial) or R (reduce)")
+                raise self.error(
+                    call,
+                    f"T.axis.remap: unknown iterator kind {letter!r} in "
+                    f"{kinds!r}; use S (spatial) or R (reduce)",
+                )
         names = target.elts if isinstance(target, ast.Tuple) else [target]
         if len(names) != len(values):
-            raise self.error(target, f"T.axis.remap declares {len(values)} iterators but "
-                                     f"{len(names)} names are assigned")
+            raise self.error(
+                target,
+                f"T.axis.remap declares {len(values)} iterators but "
+                f"{len(names)} names are assigned",
+            )
         for name_node, letter, value in zip(names, kinds, values):
             loop = self.loops.get(id(value)) if isinstance(value, Var) else None
             if loop is None:
-                raise self.error(call, "T.axis.remap binds block iterators to loop variables "
-                                       f"of enclosing loops; {value!r} is not one")
+                raise self.error(
+                    call,
+                    "T.axis.remap binds block iterators to loop variables "
+                    f"of enclosing loops; {value!r} is not one",
+                )
             name = self.target_name(name_node, "a block iterator")
-            self._add_iter_var(frame, name, Range.from_min_extent(loop.min, loop.extent),
-                               value, _REMAP_KINDS[letter])
+            self._add_iter_var(
+                frame,
+                name,
+                Range.from_min_extent(loop.min, loop.extent),
+                value,
+                _REMAP_KINDS[letter],
+            )
 
     def assign_axis(self, node: ast.Assign, target: ast.expr, marker: ScriptStatement) -> None:
         call: ast.Call = node.value  # type: ignore[assignment]
@@ -520,15 +619,17 @@ class TIRParser(Parser):
             value = convert(bound["binding"])
             dom = bound["dom"]
             if isinstance(dom, Range):
-                dom = Range.from_min_extent(_with_dtype(dom.min, value.dtype),
-                                            _with_dtype(dom.extent, value.dtype))
+                dom = Range.from_min_extent(
+                    _with_dtype(dom.min, value.dtype), _with_dtype(dom.extent, value.dtype)
+                )
             elif isinstance(dom, (tuple, list)):
                 if len(dom) != 2:
                     raise MLCError(f"{marker.name}: a domain is an extent or a (min, max) pair")
                 dom = Range(_with_dtype(dom[0], value.dtype), _with_dtype(dom[1], value.dtype))
             else:
-                dom = Range.from_min_extent(make_const(0, value.dtype),
-                                            _with_dtype(dom, value.dtype))
+                dom = Range.from_min_extent(
+                    make_const(0, value.dtype), _with_dtype(dom, value.dtype)
+                )
         self._add_iter_var(frame, name, dom, value, _AXIS_KINDS[marker])
 
     # ------------------------------------------------------------------ with
@@ -539,8 +640,10 @@ class TIRParser(Parser):
         func = self.callee(item.context_expr)
         handler = self.with_statements.get(func) if isinstance(func, ScriptStatement) else None
         if handler is None:
-            raise self.error(item.context_expr, "TensorIR's `with` statements are "
-                                                "`with T.block(name):` and `with T.init():`")
+            raise self.error(
+                item.context_expr,
+                "TensorIR's `with` statements are `with T.block(name):` and `with T.init():`",
+            )
         if item.optional_vars is not None:
             raise self.error(item.optional_vars, f"`with {func.name}(...)` binds no name")
         return handler(node, self.bind_statement(item.context_expr, func))  # type: ignore[arg-type]
@@ -558,16 +661,25 @@ class TIRParser(Parser):
         finally:
             self.blocks.pop()
         with self.guard(node):
-            block = Block(frame.iter_vars, frame.reads or [], frame.writes or [], name, body,
-                          frame.init, frame.alloc_buffers, frame.match_buffers,
-                          frame.annotations)
+            block = Block(
+                frame.iter_vars,
+                frame.reads or [],
+                frame.writes or [],
+                name,
+                body,
+                frame.init,
+                frame.alloc_buffers,
+                frame.match_buffers,
+                frame.annotations,
+            )
             if frame.reads is None or frame.writes is None:
                 from mlckit.tir.analysis import get_block_read_write_region
 
                 reads, writes = get_block_read_write_region(block)
                 block = block.with_fields(
                     reads=tuple(reads if frame.reads is None else frame.reads),
-                    writes=tuple(writes if frame.writes is None else frame.writes))
+                    writes=tuple(writes if frame.writes is None else frame.writes),
+                )
             return BlockRealize(frame.iter_values, frame.predicate, block)
 
     def parse_init(self, node: ast.With, bound: dict[str, Any]) -> None:
@@ -586,8 +698,9 @@ class TIRParser(Parser):
         if func is range:
             args, kwargs = self.evaluator.call_arguments(call)
             if kwargs or not 1 <= len(args) <= 2:
-                raise self.error(call, "range takes one or two arguments here: range(n) or "
-                                       "range(start, stop)")
+                raise self.error(
+                    call, "range takes one or two arguments here: range(n) or range(start, stop)"
+                )
             loops = [(args[0], args[1] if len(args) > 1 else None, ForKind.SERIAL, None, None)]
         elif func is T.grid:
             extents = self.bind_statement(call, T.grid)["extents"]
@@ -597,18 +710,24 @@ class TIRParser(Parser):
             kind = _LOOP_KINDS[func]
             thread = bound.get("thread")
             if kind == ForKind.THREAD_BINDING and not isinstance(thread, str):
-                raise self.error(call, 'T.thread_binding needs the thread axis, e.g. '
-                                       'thread="threadIdx.x"')
+                raise self.error(
+                    call, 'T.thread_binding needs the thread axis, e.g. thread="threadIdx.x"'
+                )
             loops = [(bound["start"], bound["stop"], kind, thread, bound["annotations"])]
         else:
-            raise self.error(node.iter, "a TensorIR loop iterates over range(...), "
-                                        "T.grid(...), T.serial(...), T.parallel(...), "
-                                        "T.vectorized(...), T.unroll(...) or "
-                                        "T.thread_binding(...)")
+            raise self.error(
+                node.iter,
+                "a TensorIR loop iterates over range(...), "
+                "T.grid(...), T.serial(...), T.parallel(...), "
+                "T.vectorized(...), T.unroll(...) or "
+                "T.thread_binding(...)",
+            )
         names = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
         if len(names) != len(loops):
-            raise self.error(node.target, f"{len(loops)} nested loops need {len(loops)} loop "
-                                          f"variables, got {len(names)}")
+            raise self.error(
+                node.target,
+                f"{len(loops)} nested loops need {len(loops)} loop variables, got {len(names)}",
+            )
         made: list[tuple[Var, PrimExpr, PrimExpr, ForKind, str | None, Any]] = []
         with self.vars.frame():
             for name_node, (start, stop, kind, thread, annotations) in zip(names, loops):
@@ -630,8 +749,12 @@ class TIRParser(Parser):
         for var, begin, extent, kind, thread, annotations in reversed(made):
             binding = None
             if kind == ForKind.THREAD_BINDING:
-                binding = IterVar(None, Var(thread, var.dtype),  # type: ignore[arg-type]
-                                  IterVarType.ThreadIndex, thread)
+                binding = IterVar(
+                    None,
+                    Var(thread, var.dtype),  # type: ignore[arg-type]
+                    IterVarType.ThreadIndex,
+                    thread,
+                )
             body = For(var, begin, extent, kind, body, binding, annotations)
         return body
 
@@ -639,8 +762,9 @@ class TIRParser(Parser):
     def _loop_range(start: Any, stop: Any) -> tuple[PrimExpr, PrimExpr]:
         if stop is None:
             extent = convert(start)
-            begin = make_const(0, extent.dtype) if extent.dtype.startswith(("int", "uint")) \
-                else None
+            begin = (
+                make_const(0, extent.dtype) if extent.dtype.startswith(("int", "uint")) else None
+            )
         else:
             rng = Range(start, stop)
             begin, extent = rng.min, rng.extent

@@ -8,11 +8,12 @@ from typing import Any
 import numpy as np
 
 from mlckit.ir.module import GlobalVar
+from mlckit.ir.name_supply import NameSupply
 from mlckit.ir.node import Node
 from mlckit.ir.op import Op
 from mlckit.tir import expr as tx
 
-from .doc import Lines, Namer, float_literal, quote
+from .doc import RESERVED_NAMES, Lines, float_literal, quote
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class Frame:
     order of first use; a function prints a declaration for each (``n = T.int64()``).
     """
 
-    namer: Namer = field(default_factory=Namer)
+    namer: NameSupply = field(default_factory=lambda: NameSupply(RESERVED_NAMES))
     free_vars: list[tx.Var] = field(default_factory=list)
     uses_cls: bool = False
     # Enclosing loops by id of their loop variable, for T.axis.remap.
@@ -54,12 +55,12 @@ class PrinterBase:
 
     # ----------------------------------------------------------------------- names
     def define(self, obj: Any, hint: str) -> str:
-        return self.frame.namer.name(obj, hint)
+        return self.frame.namer.get(obj, hint)
 
     def tir_var(self, var: tx.Var) -> str:
-        name = self.frame.namer.get(var)
+        name = self.frame.namer.lookup(var)
         if name is None:
-            name = self.frame.namer.name(var, var.name_hint)
+            name = self.frame.namer.get(var, var.name_hint)
             self.frame.free_vars.append(var)
         return name
 

@@ -2,7 +2,7 @@
 
 * :class:`Lines` collects statement lines at an indentation depth and joins them once at the
   end, so printing stays linear in the size of the program.
-* :class:`Namer` gives every variable-like object one printed name, unique in its scope.
+* Names come from :class:`mlckit.ir.name_supply.NameSupply`, shared with the code generators.
 * The precedence table and :func:`wrap` put parentheses exactly where Python needs them.
 * :func:`quote` and :func:`float_literal` write literals that Python reads back exactly.
 """
@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import keyword
 import math
-import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 INDENT = "    "
 
@@ -70,54 +68,7 @@ class Lines:
 # Names a printed script uses itself; a variable with one of these names is renamed so that it
 # cannot shadow them.
 SCRIPT_NAMES = frozenset({"T", "R", "I", "cls", "metadata", "Module", "range", "float"})
-_RESERVED = frozenset(keyword.kwlist) | SCRIPT_NAMES
-_NOT_IDENT = re.compile(r"\W", re.ASCII)
-
-
-def sanitize(name: str) -> str:
-    """``name`` as an ASCII Python identifier (``"conv2d.0"`` -> ``"conv2d_0"``)."""
-    name = _NOT_IDENT.sub("_", name) or "v"
-    return "_" + name if name[0].isdigit() else name
-
-
-class Namer:
-    """Printed names of variables, buffers and functions within one scope.
-
-    The first object to ask for a name gets its sanitized hint; a later, distinct object with
-    the same hint gets ``hint_1``, ``hint_2``, ... Objects are kept alive while named, so an
-    ``id`` is never reused for a different object during one print.
-    """
-
-    def __init__(self, reserved: Iterable[str] = _RESERVED) -> None:
-        self._names: dict[int, str] = {}
-        self._used: set[str] = set(reserved)
-        # The next suffix worth trying per hint, so that naming n clashing objects stays linear.
-        self._next_suffix: dict[str, int] = {}
-        self._alive: list[Any] = []
-
-    def get(self, obj: Any) -> str | None:
-        return self._names.get(id(obj))
-
-    def name(self, obj: Any, hint: str) -> str:
-        """The name of ``obj``, choosing a fresh one from ``hint`` on first sight."""
-        known = self._names.get(id(obj))
-        if known is not None:
-            return known
-        base = sanitize(hint)
-        suffix = self._next_suffix.get(base, 0)
-        name = f"{base}_{suffix}" if suffix else base
-        while name in self._used:
-            suffix += 1
-            name = f"{base}_{suffix}"
-        self._next_suffix[base] = suffix + 1
-        self.alias(obj, name)
-        return name
-
-    def alias(self, obj: Any, name: str) -> None:
-        """Print ``obj`` as ``name`` too (a T.Buffer parameter and its handle share one name)."""
-        self._names[id(obj)] = name
-        self._used.add(name)
-        self._alive.append(obj)
+RESERVED_NAMES = frozenset(keyword.kwlist) | SCRIPT_NAMES
 
 
 FUNCTION_NAMES_RESERVED = frozenset(keyword.kwlist)

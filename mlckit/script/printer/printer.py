@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from mlckit.ir.module import BaseFunc, GlobalVar, IRModule
+from mlckit.ir.name_supply import NameSupply
 from mlckit.ir.node import Node
 from mlckit.relax import expr as rx
 from mlckit.relax import struct_info as rs
@@ -17,7 +18,7 @@ from mlckit.tir.buffer import Buffer, BufferRegion, MatchBufferRegion
 from mlckit.tir.function import PrimFunc
 
 from .base import Options
-from .doc import FUNCTION_NAMES_RESERVED, Namer, quote
+from .doc import FUNCTION_NAMES_RESERVED, quote
 from .relax import CONSTANT_KEY, RelaxPrinter
 
 HEADER = (
@@ -60,7 +61,7 @@ class Printer(RelaxPrinter):
             self.module(node)
         elif isinstance(node, BaseFunc):
             name = self.opts.name or _global_symbol(node) or "main"
-            self.function(node, Namer(FUNCTION_NAMES_RESERVED).name(node, name))
+            self.function(node, NameSupply(FUNCTION_NAMES_RESERVED).get(node, name))
         elif isinstance(node, ts.Stmt):
             self.stmt(node)
         elif isinstance(node, rx.Binding):
@@ -91,8 +92,8 @@ class Printer(RelaxPrinter):
             self.lines.emit(self.generic(func))
 
     def module(self, mod: IRModule) -> None:
-        namer = Namer(FUNCTION_NAMES_RESERVED)
-        self.module_funcs = {gv.name_hint: namer.name(gv, gv.name_hint) for gv in mod.functions}
+        namer = NameSupply(FUNCTION_NAMES_RESERVED)
+        self.module_funcs = {gv.name_hint: namer.get(gv, gv.name_hint) for gv in mod.functions}
         self.lines.emit("@I.ir_module")
         self.lines.emit("class Module:")
         with self.lines.indent():
@@ -136,8 +137,14 @@ def _tensor_text(data: np.ndarray) -> str:
     return f"I.tensor({quote(data.dtype.name)}, {shape}, {quote(encoded)})"
 
 
-def script(node: Any, *, verbose: bool = False, show_meta: bool = False,
-           inline_constants: int = 1, name: str | None = None) -> str:
+def script(
+    node: Any,
+    *,
+    verbose: bool = False,
+    show_meta: bool = False,
+    inline_constants: int = 1,
+    name: str | None = None,
+) -> str:
     """``node`` as TVMScript text (docs/tvmscript.md).
 
     * ``verbose``: also print what the parser would infer (block reads/writes, the root block).
@@ -145,6 +152,7 @@ def script(node: Any, *, verbose: bool = False, show_meta: bool = False,
     * ``inline_constants``: relax constants with at most this many elements print inline.
     * ``name``: the name of a standalone function (default: its global_symbol, else "main").
     """
-    options = Options(verbose=verbose, show_meta=show_meta,
-                      inline_constants=inline_constants, name=name)
+    options = Options(
+        verbose=verbose, show_meta=show_meta, inline_constants=inline_constants, name=name
+    )
     return Printer(options).run(node)

@@ -52,8 +52,9 @@ class RelaxPrinter(TIRPrinter):
                 return f"R.Prim(value={self.expr(s.value)})"
             return f"R.Prim({quote(s.dtype)})"
         if isinstance(s, rs.FuncStructInfo):
-            params = ("None" if s.params is None
-                      else self.tuple_text([self.sinfo(p) for p in s.params]))
+            params = (
+                "None" if s.params is None else self.tuple_text([self.sinfo(p) for p in s.params])
+            )
             purity = "" if s.purity else ", purity=False"
             return f"R.Callable({params}, {self.sinfo(s.ret)}{purity})"
         return self.generic(s)
@@ -127,8 +128,9 @@ class RelaxPrinter(TIRPrinter):
                 kwargs.extend(self._attr_kwargs(op, call.attrs))
                 if call.sinfo_args:
                     kwargs.append(f"sinfo_args={self.sinfo_list(call.sinfo_args)}")
-            callee = ("R." + name.removeprefix("relax.") if name.startswith("relax.")
-                      else self.inline(op))
+            callee = (
+                "R." + name.removeprefix("relax.") if name.startswith("relax.") else self.inline(op)
+            )
         elif isinstance(op, rx.ExternFunc) and call.sinfo_args:
             # R.call_packed("f", x, sinfo_args=...) builds exactly this call.
             callee = "R.call_packed"
@@ -191,8 +193,11 @@ class RelaxPrinter(TIRPrinter):
         with self.lines.indent():
             for b in block.bindings:
                 self.binding(b)
-            outputs = [self.define(b.var, b.var.name_hint) for b in block.bindings
-                       if not isinstance(b.var, rx.DataflowVar)]
+            outputs = [
+                self.define(b.var, b.var.name_hint)
+                for b in block.bindings
+                if not isinstance(b.var, rx.DataflowVar)
+            ]
             self.lines.emit(f"R.output({', '.join(outputs)})")
 
     # ------------------------------------------------------------------ functions
@@ -206,8 +211,9 @@ class RelaxPrinter(TIRPrinter):
         if not func.is_pure:
             options.append("pure=False")
         self.lines.emit("@R.function" + (f"({', '.join(options)})" if options else ""))
-        params = [f"{self.define(p, p.name_hint)}: {self.sinfo(p.struct_info_)}"
-                  for p in func.params]
+        params = [
+            f"{self.define(p, p.name_hint)}: {self.sinfo(p.struct_info_)}" for p in func.params
+        ]
         self.lines.emit(f"def {name}({', '.join(params)}) -> {self.sinfo(func.ret_struct_info)}:")
         with self.lines.indent():
             declarations_at = self.lines.mark()

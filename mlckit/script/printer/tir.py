@@ -144,8 +144,9 @@ class TIRPrinter(PrinterBase):
         if isinstance(e, tx.Cast):
             return f"T.Cast({quote(e.dtype)}, {self.prim(e.value, bare_int)[0]})", PREC_ATOM
         if isinstance(e, tx.Select):
-            args = ", ".join(self.prim(x, bare_int)[0]
-                             for x in (e.condition, e.true_value, e.false_value))
+            args = ", ".join(
+                self.prim(x, bare_int)[0] for x in (e.condition, e.true_value, e.false_value)
+            )
             return f"T.Select({args})", PREC_ATOM
         if isinstance(e, tx.Call):
             name = e.op.name.removeprefix("tir.")
@@ -157,8 +158,7 @@ class TIRPrinter(PrinterBase):
             return f"T.Let({body}, where={{{var}: {self.prim(e.value, bare_int)[0]}}})", PREC_ATOM
         return self.generic(e), PREC_ATOM
 
-    def _infix(self, e: tx.BinaryOpExpr, symbol: str, prec: int, bare_int: str
-               ) -> tuple[str, int]:
+    def _infix(self, e: tx.BinaryOpExpr, symbol: str, prec: int, bare_int: str) -> tuple[str, int]:
         # Left-associative operators accept an equal-precedence left operand; Python chains
         # comparisons (`a < b < c`), so a comparison accepts no comparison operand unwrapped.
         left_needs = prec + 1 if prec == PREC_CMP else prec
@@ -285,8 +285,9 @@ class TIRPrinter(PrinterBase):
 
     @staticmethod
     def _plain_serial(loop: ts.For) -> bool:
-        return (loop.kind == ts.ForKind.SERIAL and not loop.annotations
-                and loop.thread_binding is None)
+        return (
+            loop.kind == ts.ForKind.SERIAL and not loop.annotations and loop.thread_binding is None
+        )
 
     def _for(self, loop: ts.For) -> None:
         chain = [loop]
@@ -295,9 +296,12 @@ class TIRPrinter(PrinterBase):
             # extent uses an outer loop variable cannot join the grid.
             chain_vars = {id(loop.loop_var)}
             inner = loop.body
-            while (isinstance(inner, ts.For) and self._plain_serial(inner)
-                   and _is_const(inner.min, 0)
-                   and not any(id(v) in chain_vars for v in _tir_vars(inner.extent))):
+            while (
+                isinstance(inner, ts.For)
+                and self._plain_serial(inner)
+                and _is_const(inner.min, 0)
+                and not any(id(v) in chain_vars for v in _tir_vars(inner.extent))
+            ):
                 chain.append(inner)
                 chain_vars.add(id(inner.loop_var))
                 inner = inner.body
@@ -378,8 +382,11 @@ class TIRPrinter(PrinterBase):
             loop = self.frame.loops.get(id(value)) if isinstance(value, tx.Var) else None
             if letter is None or loop is None or id(value) in seen:
                 return None
-            if not (_is_const(iv.dom.min, 0) and _is_const(loop.min, 0)
-                    and structural_equal(iv.dom.extent, loop.extent)):
+            if not (
+                _is_const(iv.dom.min, 0)
+                and _is_const(loop.min, 0)
+                and structural_equal(iv.dom.extent, loop.extent)
+            ):
                 return None
             seen.add(id(value))
             letters.append(letter)
@@ -395,8 +402,9 @@ class TIRPrinter(PrinterBase):
             reads, writes = get_block_read_write_region(block)
         except Exception:  # a half-built block still prints, with explicit regions
             return False
-        return (structural_equal(tuple(block.reads), tuple(reads))
-                and structural_equal(tuple(block.writes), tuple(writes)))
+        return structural_equal(tuple(block.reads), tuple(reads)) and structural_equal(
+            tuple(block.writes), tuple(writes)
+        )
 
     def alloc_line(self, buf: Buffer) -> str:
         return f"{self.buffer_name(buf)} = T.alloc_buffer({self.buffer_args(buf)})"
@@ -406,9 +414,14 @@ class TIRPrinter(PrinterBase):
         if not isinstance(body, ts.BlockRealize):
             return None
         block = body.block
-        plain = (block.name_hint == "root" and not block.iter_vars and block.init is None
-                 and not block.match_buffers and not block.annotations
-                 and _is_const(body.predicate, 1))
+        plain = (
+            block.name_hint == "root"
+            and not block.iter_vars
+            and block.init is None
+            and not block.match_buffers
+            and not block.annotations
+            and _is_const(body.predicate, 1)
+        )
         no_regions = not block.reads and not block.writes
         if plain and (no_regions or self.regions_match_inferred(block)):
             return block
@@ -441,8 +454,10 @@ class TIRPrinter(PrinterBase):
             declarations_at = self.lines.mark()
             for p, buf in matched:
                 buf_name = self.buffer_name(buf)
-                emit(f"{buf_name} = T.match_buffer({self.define(p, p.name_hint)}, "
-                     f"{self.buffer_args(buf)})")
+                emit(
+                    f"{buf_name} = T.match_buffer({self.define(p, p.name_hint)}, "
+                    f"{self.buffer_args(buf)})"
+                )
             body = func.body
             root = self._implicit_root(body)
             if root is not None:
@@ -459,9 +474,10 @@ class TIRPrinter(PrinterBase):
         free = self.frame.free_vars
         if not free:
             return
-        names = [self.frame.namer.get(v) or "" for v in free]
-        makers = [f"T.{v.dtype}({'is_size_var=True' if isinstance(v, tx.SizeVar) else ''})"
-                  for v in free]
+        names = [self.frame.namer.lookup(v) or "" for v in free]
+        makers = [
+            f"T.{v.dtype}({'is_size_var=True' if isinstance(v, tx.SizeVar) else ''})" for v in free
+        ]
         if one_line:
             self.lines.insert(at, [f"{', '.join(names)} = {', '.join(makers)}"])
         else:
@@ -469,7 +485,10 @@ class TIRPrinter(PrinterBase):
 
     def func_attr(self, prefix: str, attrs: dict[str, Any], name: str) -> None:
         """``T.func_attr({...})``: every attribute but a global_symbol equal to the name."""
-        shown = {k: v for k, v in attrs.items()
-                 if not (k == "global_symbol" and isinstance(v, str) and v == name)}
+        shown = {
+            k: v
+            for k, v in attrs.items()
+            if not (k == "global_symbol" and isinstance(v, str) and v == name)
+        }
         if shown:
             self.lines.emit(f"{prefix}.func_attr({self.value(shown)})")
