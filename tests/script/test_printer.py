@@ -370,7 +370,8 @@ def test_mlp_module_layout_details():
     # Inferred regions are elided; the root block is implicit.
     assert "T.reads" not in text and 'T.block("root")' not in text
     # Relax: n declared first, then cls; public main has no private=True / global_symbol.
-    assert '    @R.function\n    def main(x: R.Tensor((n, 784), dtype="float32")' in text
+    # A long signature prints one parameter per line.
+    assert '    @R.function\n    def main(\n        x: R.Tensor((n, 784), dtype="float32"),' in text
     assert "        n = T.int64()\n        cls = Module\n        with R.dataflow():" in text
     assert "R.output(lv2)" in text and text.endswith("        return lv2")
     assert "global_symbol" not in text

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 INDENT = "    "
+# Signatures longer than this print one parameter per line.
+MAX_WIDTH = 100
 
 # Python's binding strengths for the operators TVMScript uses, weakest first. An operand prints
 # in parentheses when it binds more weakly than its context allows.
@@ -42,6 +44,17 @@ class Lines:
 
     def emit(self, text: str) -> None:
         self._lines.append(INDENT * self._depth + text)
+
+    def emit_def(self, name: str, params: list[str], suffix: str = "") -> None:
+        """``def name(params)suffix:``, one parameter per line when it would exceed MAX_WIDTH."""
+        line = f"def {name}({', '.join(params)}){suffix}:"
+        if len(INDENT * self._depth) + len(line) <= MAX_WIDTH or not params:
+            self.emit(line)
+            return
+        self.emit(f"def {name}(")
+        for param in params:
+            self.emit(f"{INDENT}{param},")
+        self.emit(f"){suffix}:")
 
     def blank(self) -> None:
         self._lines.append("")

@@ -214,7 +214,7 @@ class RelaxPrinter(TIRPrinter):
         params = [
             f"{self.define(p, p.name_hint)}: {self.sinfo(p.struct_info_)}" for p in func.params
         ]
-        self.lines.emit(f"def {name}({', '.join(params)}) -> {self.sinfo(func.ret_struct_info)}:")
+        self.lines.emit_def(name, params, f" -> {self.sinfo(func.ret_struct_info)}")
         with self.lines.indent():
             declarations_at = self.lines.mark()
             self.func_attr("R", func.attrs, name)

@@ -309,6 +309,8 @@ class TIRPrinter(PrinterBase):
             iterable = "T.grid(" + ", ".join(self.expr(f.extent) for f in chain) + ")"
         else:
             iterable = self._loop_iterable(loop)
+        # Names defined in the loop are free again after it: sibling loops both use `i`.
+        scope = self.frame.namer.checkpoint()
         names = [self.define(f.loop_var, f.loop_var.name_hint) for f in chain]
         self.lines.emit(f"for {', '.join(names)} in {iterable}:")
         loops = self.frame.loops
@@ -318,6 +320,7 @@ class TIRPrinter(PrinterBase):
             self.stmt(chain[-1].body)
         for f in chain:
             loops.pop(id(f.loop_var), None)
+        self.frame.namer.restore(scope)
 
     def _loop_iterable(self, loop: ts.For) -> str:
         args = self.range_args(loop.min, loop.extent)
@@ -448,7 +451,7 @@ class TIRPrinter(PrinterBase):
                 params.append(f"{self.define(p, p.name_hint)}: T.handle")
                 matched.append((p, buf))
         ret = f" -> {dtype_annotation(func.ret_type)}" if isinstance(func.ret_type, str) else ""
-        emit(f"def {name}({', '.join(params)}){ret}:")
+        self.lines.emit_def(name, params, ret)
         with self.lines.indent():
             self.func_attr("T", func.attrs, name)
             declarations_at = self.lines.mark()
