@@ -75,7 +75,7 @@ def test_disagreeing_symbolic_dims_raise_vm_error():
     vm = relax.VirtualMachine(relax.build(TwoInputs, "python"))
     a = np.zeros((3, 4), "float32")
     assert vm["main"](a, a).shape == (3, 4)
-    with pytest.raises(VMError, match=r"parameter b has size 5 in dimension 0.*3 = n"):
+    with pytest.raises(VMError, match=r"parameter b has size 5 in dimension 0.*requires n.*set to 3"):
         vm["main"](a, np.zeros((5, 4), "float32"))
 
 

@@ -100,11 +100,7 @@ class RelaxToPython:
         """Emit the run-time check of ``value`` against ``sinfo``, binding new symbolic dims."""
         where = repr(f"{self.func_label()}: {what}")
         if isinstance(sinfo, TensorStructInfo):
-            dtype = "None" if sinfo.dtype == "void" else repr(sinfo.dtype)
-            self.emit(f"check_tensor({value}, {where}, {sinfo.ndim}, {dtype})")
-            dims = sinfo.shape_values
-            if dims is not None:
-                self.check_dims(f"{value}.shape", dims, where)
+            self.check_tensor(value, sinfo, where)
         elif isinstance(sinfo, TupleStructInfo):
             self.emit(f"check_tuple({value}, {where}, {len(sinfo.fields)})")
             for index, field in enumerate(sinfo.fields):
@@ -117,6 +113,47 @@ class RelaxToPython:
             self.emit(f"check_prim({value}, {where}, {sinfo.dtype!r})")
             if sinfo.value is not None:
                 self.check_dims(f"({value},)", (sinfo.value,), where)
+
+    def check_tensor(self, value: str, sinfo: TensorStructInfo, where: str) -> None:
+        """One call per tensor: ``n, _ = check_tensor(x, where, dtype, (None, 784), names)``
+        checks kind, rank, dtype and the known dims, and binds the new symbolic dims."""
+        dtype = "None" if sinfo.dtype == "void" else repr(sinfo.dtype)
+        dims = sinfo.shape_values
+        if dims is None:
+            expected = "None" if sinfo.ndim < 0 else _tuple_text(["None"] * sinfo.ndim)
+            self.emit(f"check_tensor({value}, {where}, {dtype}, {expected}, ())")
+            return
+        targets, expected, labels, repeated = [], [], [], []
+        new_here: set[int] = set()
+        for axis, dim in enumerate(dims):
+            if isinstance(dim, E.Var) and id(dim) not in self.defined_dims:
+                if id(dim) in new_here:  # (n, n): the second n is checked after binding
+                    repeated.append((axis, dim))
+                    targets.append("_")
+                else:
+                    new_here.add(id(dim))
+                    targets.append(self.prim.expr(dim))
+                expected.append("None")
+            else:
+                self._require_defined(dim)
+                targets.append("_")
+                expected.append(self.prim.expr(dim))
+            labels.append(repr(self.prim.expr(dim)))
+        call = (
+            f"check_tensor({value}, {where}, {dtype}, {_tuple_text(expected)}, "
+            f"{_tuple_text(labels)})"
+        )
+        if new_here:
+            self.emit(f"{', '.join(targets)}{',' if len(targets) == 1 else ''} = {call}")
+            self.defined_dims |= new_here
+        else:
+            self.emit(call)
+        for axis, dim in repeated:
+            expected_text = self.prim.expr(dim)
+            self.emit(
+                f"check_dim({value}.shape[{axis}], {expected_text}, {where}, {axis}, "
+                f"{expected_text!r})"
+            )
 
     def check_dims(self, shape: str, dims: tuple[E.PrimExpr, ...], where: str) -> None:
         for axis, dim in enumerate(dims):
@@ -293,6 +330,10 @@ class RelaxToPython:
         if isinstance(expr, SeqExpr):
             return self.seq_expr(expr)
         raise BuildError(f"{self.func_label()}: cannot build the expression {type(expr).__name__}")
+
+
+def _tuple_text(items: list[str]) -> str:
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
 
 
 def _op_spelling(name: str) -> str:

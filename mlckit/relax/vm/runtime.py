@@ -24,22 +24,38 @@ def describe(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def check_tensor(value: Any, where: str, ndim: int, dtype: str | None) -> None:
+def check_tensor(
+    value: Any, where: str, dtype: str | None, expected: tuple | None, labels: tuple[str, ...]
+) -> tuple[int, ...]:
+    """Check a tensor argument and return its shape (so new symbolic dims can be bound).
+
+    ``expected`` has one entry per dim: the required size, or None for a dim bound here;
+    ``labels`` spell the dims as the signature does (``"n"``, ``"784"``) for the message.
+    """
     if not isinstance(value, np.ndarray):
         raise VMError(f"{where} expects a tensor, got {describe(value)}")
-    if ndim >= 0 and value.ndim != ndim:
-        raise VMError(f"{where} expects a tensor of rank {ndim}, got {describe(value)}")
+    shape = value.shape
+    if expected is not None:
+        if len(shape) != len(expected):
+            raise VMError(
+                f"{where} expects a tensor of rank {len(expected)}, got {describe(value)}"
+            )
+        for axis, (actual, required) in enumerate(zip(shape, expected)):
+            if required is not None and actual != required:
+                check_dim(actual, required, where, axis, labels[axis])
     if dtype is not None and value.dtype != dtype:
         raise VMError(f"{where} expects dtype {dtype}, got {describe(value)}")
+    return shape
 
 
 def check_dim(actual: int, expected: int, where: str, axis: int, expected_text: str) -> None:
-    if actual != expected:
-        bound = "" if expected_text.lstrip("-").isdigit() else f" = {expected_text}"
-        raise VMError(
-            f"{where} has size {actual} in dimension {axis}, but the signature requires "
-            f"{expected}{bound} (fixed by an earlier argument or the signature)"
-        )
+    if actual == expected:
+        return
+    if expected_text.lstrip("-").isdigit():
+        why = f"the signature requires {expected}"
+    else:
+        why = f"the signature requires {expected_text}, which an earlier argument set to {expected}"
+    raise VMError(f"{where} has size {actual} in dimension {axis}, but {why}")
 
 
 def check_tuple(value: Any, where: str, size: int) -> None:
