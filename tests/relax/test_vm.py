@@ -164,3 +164,61 @@ def test_time_evaluator_and_profile():
     assert set(report.kernels) == {"linear", "relu"}
     assert report.kernels["linear"][0] == 2
     assert "linear" in str(report)
+
+
+@mlckit.script.ir_module
+class ControlFlow:
+    @mlckit.script.tir.prim_func
+    def double(a: mlckit.script.tir.handle, b: mlckit.script.tir.handle):
+        T = mlckit.script.tir
+        n = T.int64()
+        A = T.match_buffer(a, (n,), "float32")
+        B = T.match_buffer(b, (n,), "float32")
+        for i in range(n):
+            with T.block("B"):
+                vi = T.axis.remap("S", [i])
+                B[vi] = A[vi] * T.float32(2)
+
+    @mlckit.script.relax.function
+    def twice(x: mlckit.script.relax.Tensor(("n",), "float32")):
+        R = mlckit.script.relax
+        n = mlckit.script.tir.int64()
+        cls = ControlFlow
+        y = R.call_tir(cls.double, (x,), out_sinfo=R.Tensor((n,), "float32"))
+        return (y, x)
+
+    @mlckit.script.relax.function
+    def main(x: mlckit.script.relax.Tensor(("n",), "float32"),
+             flag: mlckit.script.relax.Tensor((), "bool"),
+             s: mlckit.script.relax.Object):
+        R = mlckit.script.relax
+        cls = ControlFlow
+        pair = cls.twice(x)
+        doubled = pair[0]
+        if flag:
+            out = doubled
+        else:
+            out = pair[1]
+        m = R.match_cast(s, R.Tensor(("m", 2), "float32"))
+        scale = R.call_pure_packed("test.scale", m, sinfo_args=R.Tensor(("m", 2), "float32"))
+        return (out, scale, R.const(np.float32(3.0)))
+
+
+def test_calls_tuples_if_match_cast_and_pure_packed_calls():
+    @mlckit.register_func("test.scale", override=True)
+    def scale(t):
+        return mlckit.nd.array(np.from_dlpack(t) * 10)
+
+    vm = relax.VirtualMachine(relax.build(ControlFlow, "python"))
+    x = np.arange(4, dtype="float32")
+    s = np.ones((3, 2), "float32")
+    out, scaled, three = vm["main"](x, np.array(True), s)
+    np.testing.assert_array_equal(out.numpy(), x * 2)
+    np.testing.assert_array_equal(scaled.numpy(), s * 10)
+    assert float(three.numpy()) == 3.0
+    out, _, _ = vm["main"](x, np.array(False), s)
+    np.testing.assert_array_equal(out.numpy(), x)
+    with pytest.raises(VMError, match="R.match_cast of m expects a tensor of rank 2"):
+        vm["main"](x, np.array(True), np.ones(3, "float32"))
+    doubled, same = vm["twice"](x)
+    np.testing.assert_array_equal(doubled.numpy(), 2 * x)

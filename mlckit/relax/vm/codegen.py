@@ -223,7 +223,7 @@ class RelaxToPython:
             elif op.name == "relax.call_pure_packed":
                 func, *args = call.args
                 self.emit(
-                    f"{target} = call_packed({self._extern_name(func)!r}, ({self._values(args)}))"
+                    f"{target} = call_packed({self._extern_name(func)!r}, {self._tuple(args)})"
                 )
             else:
                 raise BuildError(
@@ -241,7 +241,7 @@ class RelaxToPython:
                 )
             self.emit(f"{target} = {callee}({self._values(call.args)})")
         elif isinstance(op, ExternFunc):
-            self.emit(f"{target} = call_packed({op.global_symbol!r}, ({self._values(call.args)}))")
+            self.emit(f"{target} = call_packed({op.global_symbol!r}, {self._tuple(call.args)})")
         else:
             self.emit(f"{target} = {self.value(op)}({self._values(call.args)})")
 
@@ -270,9 +270,8 @@ class RelaxToPython:
             self.emit(f"{self.globals[callee.name_hint]}({', '.join(inputs + outputs + scalars)})")
         else:
             self.emit(
-                f"call_dps_packed({self._extern_name(callee)!r}, "
-                f"({', '.join(inputs)}{',' if len(inputs) == 1 else ''}), "
-                f"({', '.join(outputs)},))"
+                f"call_dps_packed({self._extern_name(callee)!r}, {_tuple_text(inputs)}, "
+                f"{_tuple_text(outputs)})"
             )
         if len(outputs) > 1:
             self.emit(f"{target} = ({', '.join(outputs)})")
@@ -300,6 +299,9 @@ class RelaxToPython:
     def _values(self, args: Any) -> str:
         return ", ".join(self.value(a) for a in args)
 
+    def _tuple(self, args: Any) -> str:
+        return _tuple_text([self.value(a) for a in args])
+
     def prim_value(self, expr: E.PrimExpr) -> str:
         return self.prim.expr(expr)
 
@@ -314,13 +316,11 @@ class RelaxToPython:
             self.constants.append(expr)
             return f"constants[{len(self.constants) - 1}]"
         if isinstance(expr, Tuple):
-            items = [self.value(f) for f in expr.fields]
-            return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+            return self._tuple(expr.fields)
         if isinstance(expr, TupleGetItem):
             return f"{self.value(expr.tuple_value)}[{expr.index}]"
         if isinstance(expr, ShapeExpr):
-            items = [self.prim_value(v) for v in expr.values]
-            return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+            return _tuple_text([self.prim_value(v) for v in expr.values])
         if isinstance(expr, PrimValue):
             return self.prim_value(expr.value)
         if isinstance(expr, (StringImm, DataTypeImm)):
