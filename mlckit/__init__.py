@@ -34,6 +34,8 @@ _LAZY_SUBMODULES = {
     "nd": "mlckit.runtime",
     "target": "mlckit.target",
     "backend": "mlckit.backend",
+    "instrument": "mlckit.ir.instrument",
+    "transform": "mlckit.ir.transform",
 }
 
 

@@ -1,6 +1,6 @@
 """IR core: nodes, modules, operators and structural comparison; no dialect lives here."""
 
-from . import dtype, transform
+from . import dtype, instrument, transform
 from .module import BaseFunc, GlobalVar, IRModule
 from .node import Node, Span
 from .op import Op, register_op, register_op_attr
@@ -15,6 +15,7 @@ __all__ = [
     "Span",
     "assert_structural_equal",
     "dtype",
+    "instrument",
     "register_op",
     "register_op_attr",
     "structural_equal",

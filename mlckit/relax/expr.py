@@ -48,6 +48,22 @@ class Expr(Node):
             )
         return self.struct_info_
 
+    # Spellings of the pre-struct-info relax API (as in older course notes): say what replaced
+    # them instead of a bare AttributeError.
+    @property
+    def shape_(self) -> Any:
+        raise MLCError(
+            "expr.shape_ is the old relax API; the shape now lives in the struct info: "
+            "expr.struct_info.shape (build a variable with relax.Var(name, expr.struct_info))"
+        )
+
+    @property
+    def _checked_type_(self) -> Any:
+        raise MLCError(
+            "expr._checked_type_ is the old relax API; use expr.struct_info "
+            "(e.g. relax.Var(name, expr.struct_info))"
+        )
+
     # Operators build calls to relax ops, as in TVM.
     def __add__(self, other: Any) -> "Call":
         from . import op

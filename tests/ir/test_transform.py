@@ -89,3 +89,21 @@ def test_bad_pass_definitions_are_reported():
 
     with pytest.raises(MLCError, match="returned NoneType"):
         broken(_module())
+
+
+def test_tracer_records_each_pass_with_modules_and_time(capsys):
+    from mlckit.ir.instrument import PassTimingInstrument, PassTracer, PrintAfterAll
+
+    tracer, timing = PassTracer(), PassTimingInstrument()
+    mod = _module()
+    with transform.PassContext(opt_level=3, instruments=[tracer, timing, PrintAfterAll()]):
+        out = transform.Sequential([add_attr, Rename("g")], name="pipeline")(mod)
+    names = [r.name for r in tracer.records]
+    assert names == ["AddAttr", "Rename", "pipeline"]
+    leaves = tracer.leaf_records()
+    assert [r.name for r in leaves] == ["AddAttr", "Rename"]
+    assert leaves[0].before is mod and leaves[1].after is out
+    assert leaves[0].changed and all(r.seconds >= 0 for r in leaves)
+    assert "AddAttr" in timing.render()
+    printed = capsys.readouterr().out
+    assert "# After AddAttr" in printed and "def g(" in printed
