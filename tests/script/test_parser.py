@@ -28,69 +28,9 @@ from mlckit.script import from_source, parse, tirx
 from mlckit.script import ir as I
 from mlckit.script import relax as R
 from mlckit.script import tir as T
+from mlckit.testing.examples import Module, MyModule
 
-
-# ------------------------------------------------------------------------ the modules
-@I.ir_module
-class Module:
-    @T.prim_func(private=True)
-    def linear(x: T.handle, w: T.handle, b: T.handle, z: T.handle):
-        M, N, K = T.int64(), T.int64(), T.int64()
-        X = T.match_buffer(x, (M, K), "float32")
-        W = T.match_buffer(w, (K, N), "float32")
-        B = T.match_buffer(b, (N,), "float32")
-        Z = T.match_buffer(z, (M, N), "float32")
-        Y = T.alloc_buffer((M, N), "float32")
-        for i, j, k in T.grid(M, N, K):
-            with T.block("Y"):
-                v_i, v_j, v_k = T.axis.remap("SSR", [i, j, k])
-                with T.init():
-                    Y[v_i, v_j] = T.float32(0.0)
-                Y[v_i, v_j] = Y[v_i, v_j] + X[v_i, v_k] * W[v_k, v_j]
-        for i, j in T.grid(M, N):
-            with T.block("Z"):
-                v_i, v_j = T.axis.remap("SS", [i, j])
-                Z[v_i, v_j] = Y[v_i, v_j] + B[v_j]
-
-    @T.prim_func(private=True)
-    def relu(x: T.handle, y: T.handle):
-        M, N = T.int64(), T.int64()
-        X = T.match_buffer(x, (M, N), "float32")
-        Y = T.match_buffer(y, (M, N), "float32")
-        for i, j in T.grid(M, N):
-            with T.block("Y"):
-                v_i, v_j = T.axis.remap("SS", [i, j])
-                Y[v_i, v_j] = T.max(X[v_i, v_j], T.float32(0.0))
-
-    @R.function
-    def main(
-        x: R.Tensor(("n", 784), dtype="float32"),
-        w0: R.Tensor((784, 256), dtype="float32"),
-        b0: R.Tensor((256,), dtype="float32"),
-        w1: R.Tensor((256, 10), dtype="float32"),
-        b1: R.Tensor((10,), dtype="float32"),
-    ) -> R.Tensor(("n", 10), dtype="float32"):
-        cls = Module
-        n = T.int64()
-        with R.dataflow():
-            lv0 = R.call_tir(cls.linear, (x, w0, b0), out_sinfo=R.Tensor((n, 256), dtype="float32"))
-            lv1 = R.call_tir(cls.relu, (lv0,), out_sinfo=R.Tensor((n, 256), dtype="float32"))
-            lv2 = R.call_tir(
-                cls.linear, (lv1, w1, b1), out_sinfo=R.Tensor((n, 10), dtype="float32")
-            )
-            R.output(lv2)
-        return lv2
-
-
-@I.ir_module
-class MyModule:
-    @R.function
-    def main(x: R.Tensor((3, 4), "float32"), y: R.Tensor((3, 4), "float32")):
-        with R.dataflow():
-            lv0 = R.multiply(x, y)
-            gv0 = R.add(lv0, y)
-            R.output(gv0)
-        return gv0
+# The modules (Module, MyModule) live in mlckit.testing.examples.
 
 
 # Seed 004: the MLC course's chapter 3 module, in the syntax of its time.
