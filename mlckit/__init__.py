@@ -28,6 +28,8 @@ _LAZY_SUBMODULES = {
     "arith": "mlckit.arith",
     "tir": "mlckit.tir",
     "tirx": "mlckit.tir",
+    "te": "mlckit.te",
+    "topi": "mlckit.topi",
     "relax": "mlckit.relax",
     "script": "mlckit.script",
     "datasets": "mlckit.datasets",

@@ -114,7 +114,8 @@ class PrimExprPrinter:
 
     def load_text(self, buffer: Buffer, indices: tuple[E.PrimExpr, ...]) -> str:
         name = self.names.get(buffer, buffer.name)
-        return f"{name}[{', '.join(self.expr(i) for i in indices)}]"
+        # A 0-d buffer's only element is `X[()]`.
+        return f"{name}[{', '.join(self.expr(i) for i in indices) or '()'}]"
 
     def expr(self, node: E.PrimExpr) -> str:
         return self._expr(node)[0]
@@ -208,7 +209,8 @@ class PythonCodegen(PrimExprPrinter):
     def __init__(self, func: PrimFunc, name: str, *, parallel: bool = True):
         super().__init__(NameSupply(RESERVED))
         self.func = func
-        self.name = name
+        # A kernel named like a builtin the code calls (``abs``, ``max``) must not shadow it.
+        self.name = self.names.get(func, name)
         self.parallel = parallel
         self.lines: list[str] = []
         self.indent = 1

@@ -112,12 +112,12 @@ def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, Gener
 def compile_kernel(func: PrimFunc, name: str, target: Target) -> Kernel:
     source, generated = kernel_source(func, name, target)
     if target.kind == "python":
-        return Kernel(name, source, target, _exec_in_memory(source, name), generated)
+        return Kernel(name, source, target, _exec_in_memory(source, generated.name), generated)
     if target.kind != "llvm":
         raise BuildError(f"target {target} cannot compile TensorIR yet")
     path = _cached_file(source, target)
     module = _import_kernel_module(path, name)
-    return Kernel(name, source, target, getattr(module, name), generated, path)
+    return Kernel(name, source, target, getattr(module, generated.name), generated, path)
 
 
 def _exec_in_memory(source: str, name: str) -> Callable[..., Any]:

@@ -2,7 +2,7 @@
 
 from mlckit.ir.module import GlobalVar
 
-from . import analysis, expr_functor, op, transform, utils, vm
+from . import analysis, dpl, expr_functor, op, transform, utils, vm
 from .block_builder import BlockBuilder
 from .expr import (
     Attrs,
@@ -37,6 +37,7 @@ from .expr_functor import (
 )
 from .normalize import normalize
 from .op.base import call_dps_packed, call_pure_packed, call_tir
+from .pipeline import get_pipeline
 from .struct_info import (
     FuncStructInfo,
     ObjectStructInfo,

@@ -17,14 +17,20 @@ builder: ``lv``, ``lv1``, ``lv2``, ... for ``emit``, ``gv``, ``gv1``, ... for ou
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import string
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from mlckit import te
 from mlckit.errors import MLCError, StructInfoError
 from mlckit.ir.module import BaseFunc, GlobalVar, IRModule
+from mlckit.ir.name_supply import sanitize
 from mlckit.ir.node import set_cached
 from mlckit.ir.structural import structural_equal
+from mlckit.tir import expr as tir_expr
+from mlckit.tir.analysis import collect_vars
+from mlckit.tir.stmt_functor import substitute
 
 from .analysis.struct_info_analysis import (
     definable_tir_vars_in_struct_info,
@@ -33,19 +39,29 @@ from .analysis.struct_info_analysis import (
 from .expr import (
     Binding,
     BindingBlock,
+    Call,
     DataflowBlock,
     DataflowVar,
     Expr,
     Function,
     MatchCast,
+    PrimValue,
     SeqExpr,
+    ShapeExpr,
     Tuple,
     Var,
     VarBinding,
     convert_to_expr,
 )
 from .normalize import Normalizer
-from .struct_info import ObjectStructInfo, StructInfo, TensorStructInfo
+from .op.base import call_tir
+from .struct_info import (
+    ObjectStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+)
 from .utils import format_struct_info
 
 
@@ -257,6 +273,56 @@ class BlockBuilder:
         self._mod.update_func(frame.gvar, func)
         return frame.gvar
 
+    def call_te(
+        self,
+        func: Callable[..., Any],
+        *args: Any,
+        primfunc_name_hint: str | None = None,
+        **kwargs: Any,
+    ) -> Call:
+        """``R.call_tir`` of the PrimFunc that the tensor-expression function ``func`` builds.
+
+        Relax tensors among ``args``/``kwargs`` (also inside lists, tuples and dicts) become
+        ``te.placeholder``s named after their variables, with fresh copies of their symbolic
+        dims; ``func`` (say ``topi.nn.dense``) is called on them and its result lowered with
+        ``te.create_prim_func``. The PrimFunc is added under ``primfunc_name_hint`` (default:
+        ``func``'s name), an identical one is reused; symbolic values the output needs but
+        no input shape defines are passed as ``tir_vars``. ``primfunc_attrs={...}`` adds
+        function attributes.
+        """
+        primfunc_attrs = kwargs.pop("primfunc_attrs", None)
+        name = primfunc_name_hint or sanitize(getattr(func, "__name__", "te_func"))
+        inputs = _TEInputs()
+        result = func(*inputs.convert(args), **inputs.convert(kwargs))
+        outs = [result] if isinstance(result, te.Tensor) else result
+        if not isinstance(outs, (list, tuple)) or not outs:
+            outs = [None]
+        for out in outs:
+            if not isinstance(out, te.Tensor):
+                raise MLCError(
+                    f"bb.call_te: {name} must return a te tensor or a list of them, got "
+                    f"{type(result).__name__}"
+                )
+        unbound = inputs.unbound_vars(outs)
+        prim_func = te.create_prim_func(
+            [*inputs.params, *outs, *unbound], index_dtype_override="int64"
+        )
+        if primfunc_attrs:
+            prim_func = prim_func.with_attr(primfunc_attrs)
+        gvar = self.add_func(prim_func, name)
+        # Shapes go back to the caller's symbolic variables.
+        restore = inputs.restore_map()
+        out_sinfo = [
+            TensorStructInfo([substitute(d, restore) for d in out.shape], out.dtype) for out in outs
+        ]
+        tir_vars = [substitute(v, restore) for v in unbound] or None
+        return call_tir(gvar, inputs.call_args, out_sinfo, tir_vars)
+
+    def emit_te(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Var:
+        """``bb.emit(bb.call_te(func, *args, **kwargs))`` (``name_hint=`` names the variable)."""
+        name_hint = kwargs.pop("name_hint", "")
+        return self.emit(self.call_te(func, *args, **kwargs), name_hint=name_hint)
+
     # ------------------------------------------------------------------ the module
     def get(self) -> IRModule:
         """The module built so far (a snapshot: later builds do not change it)."""
@@ -334,6 +400,98 @@ class BlockBuilder:
             self._next_suffix[hint] = suffix + 1
         self._used_names.add(name)
         return name
+
+
+class _TEInputs:
+    """Turns ``call_te``'s relax arguments into te values, remembering what the PrimFunc's
+    parameters and the call's arguments are."""
+
+    def __init__(self) -> None:
+        self.params: list[te.Tensor | tir_expr.Var] = []
+        self.call_args: list[Expr] = []
+        # Each symbolic variable of the caller -> its copy on the PrimFunc side.
+        self.copies: dict[tir_expr.Var, tir_expr.Var] = {}
+        self.scalars: list[tir_expr.PrimExpr] = []
+
+    def convert(self, value: Any) -> Any:
+        if isinstance(value, Expr):
+            return self._expr(value)
+        if isinstance(value, list):
+            return [self.convert(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self.convert(v) for v in value)
+        if isinstance(value, dict):
+            return {k: self.convert(v) for k, v in value.items()}
+        if isinstance(value, tir_expr.PrimExpr):
+            value = self._copy(value)
+            self.scalars.append(value)
+            return value
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        raise MLCError(
+            f"bb.call_te cannot pass a {type(value).__name__} to a te function; arguments are "
+            "relax expressions, PrimExprs, numbers, strings and lists/tuples/dicts of them"
+        )
+
+    def _copy(self, expr: tir_expr.PrimExpr) -> tir_expr.PrimExpr:
+        for v in collect_vars(expr):
+            if v not in self.copies:
+                self.copies[v] = tir_expr.Var(v.name_hint, v.dtype)
+        return substitute(expr, self.copies)
+
+    def _expr(self, value: Expr) -> Any:
+        if isinstance(value, Tuple):
+            return [self.convert(f) for f in value.fields]
+        if isinstance(value, PrimValue):
+            return self.convert(value.value)
+        sinfo = value.struct_info_
+        if isinstance(sinfo, TensorStructInfo):
+            dims = sinfo.shape_values
+            if dims is None or sinfo.dtype == "void":
+                raise MLCError(
+                    "bb.call_te needs tensors whose shape and dtype are known, got "
+                    f"{format_struct_info(sinfo)}"
+                )
+            n = len(self.params)
+            if isinstance(value, Var):
+                name = value.name_hint
+            elif n < len(string.ascii_uppercase):
+                name = string.ascii_uppercase[n]
+            else:
+                name = f"tensor_input_{n}"
+            tensor = te.placeholder([self._copy(d) for d in dims], sinfo.dtype, name)
+            self.params.append(tensor)
+            self.call_args.append(value)
+            return tensor
+        if isinstance(sinfo, ShapeStructInfo) and isinstance(value, ShapeExpr):
+            return [self.convert(v) for v in value.values]
+        if isinstance(sinfo, PrimStructInfo):
+            if sinfo.value is not None:
+                return self.convert(sinfo.value)
+            name = value.name_hint if isinstance(value, Var) else "scalar"
+            scalar = tir_expr.Var(name, sinfo.dtype)
+            self.params.append(scalar)
+            self.call_args.append(value)
+            return scalar
+        raise MLCError(
+            "bb.call_te passes relax tensors, shapes (R.shape) and scalars (R.Prim) to te "
+            f"functions, got a value of {format_struct_info(sinfo) if sinfo else 'unknown type'}"
+        )
+
+    def unbound_vars(self, outs: Sequence[te.Tensor]) -> list[tir_expr.Var]:
+        """Symbolic variables used in shapes or scalar arguments that no tensor dimension
+        (or scalar parameter) defines: the PrimFunc takes them as extra parameters."""
+        tensors = [p for p in self.params if isinstance(p, te.Tensor)] + list(outs)
+        bound = {id(p) for p in self.params if isinstance(p, tir_expr.Var)}
+        bound |= {id(d) for t in tensors for d in t.shape if isinstance(d, tir_expr.Var)}
+        used: dict[int, tir_expr.Var] = {}
+        for expr in [*(d for t in tensors for d in t.shape), *self.scalars]:
+            for v in collect_vars(expr):
+                used.setdefault(id(v), v)
+        return [v for key, v in used.items() if key not in bound]
+
+    def restore_map(self) -> dict[tir_expr.Var, tir_expr.Var]:
+        return {copy: original for original, copy in self.copies.items()}
 
 
 def _check_match_cast(value: StructInfo | None, target: StructInfo) -> None:

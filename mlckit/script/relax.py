@@ -24,6 +24,7 @@ from typing import Any
 from mlckit import relax as _relax
 from mlckit.errors import MLCError
 from mlckit.relax import op as _op
+from mlckit.relax.op import memory
 from mlckit.relax.struct_info import (
     FuncStructInfo,
     ObjectStructInfo,
@@ -46,6 +47,7 @@ __all__ = [
     "Shape",
     "Tensor",
     "Tuple",
+    "builtin",
     "call_dps_packed",
     "call_packed",
     "call_pure_packed",
@@ -56,6 +58,7 @@ __all__ = [
     "func_attr",
     "function",
     "match_cast",
+    "memory",
     "output",
     "prim_value",
     "shape",
@@ -262,6 +265,8 @@ def dtype(value: Any) -> _relax.DataTypeImm:
 
 
 ExternFunc = _relax.ExternFunc
+# Explicit memory (after CallTIRRewrite): R.builtin.alloc_tensor, R.memory.alloc_storage, ...
+builtin = memory.builtin
 
 
 # ------------------------------------------------------------------------------ statements

@@ -75,7 +75,9 @@ def test_disagreeing_symbolic_dims_raise_vm_error():
     vm = relax.VirtualMachine(relax.build(TwoInputs, "python"))
     a = np.zeros((3, 4), "float32")
     assert vm["main"](a, a).shape == (3, 4)
-    with pytest.raises(VMError, match=r"parameter b has size 5 in dimension 0.*requires n.*set to 3"):
+    with pytest.raises(
+        VMError, match=r"parameter b has size 5 in dimension 0.*requires n.*set to 3"
+    ):
         vm["main"](a, np.zeros((5, 4), "float32"))
 
 
@@ -188,9 +190,11 @@ class ControlFlow:
         return (y, x)
 
     @mlckit.script.relax.function
-    def main(x: mlckit.script.relax.Tensor(("n",), "float32"),
-             flag: mlckit.script.relax.Tensor((), "bool"),
-             s: mlckit.script.relax.Object):
+    def main(
+        x: mlckit.script.relax.Tensor(("n",), "float32"),
+        flag: mlckit.script.relax.Tensor((), "bool"),
+        s: mlckit.script.relax.Object,
+    ):
         R = mlckit.script.relax
         cls = ControlFlow
         pair = cls.twice(x)
@@ -220,5 +224,5 @@ def test_calls_tuples_if_match_cast_and_pure_packed_calls():
     np.testing.assert_array_equal(out.numpy(), x)
     with pytest.raises(VMError, match="R.match_cast of m expects a tensor of rank 2"):
         vm["main"](x, np.array(True), np.ones(3, "float32"))
-    doubled, same = vm["twice"](x)
+    doubled, _ = vm["twice"](x)
     np.testing.assert_array_equal(doubled.numpy(), 2 * x)

@@ -6,7 +6,7 @@ Each constructor returns an un-normalized :class:`relax.Call` of a registered
 (name, inference, attribute names) lives next to its constructor; see ``_registry``.
 """
 
-from . import nn
+from . import memory, nn
 from .base import call_dps_packed, call_packed, call_pure_packed, call_tir
 from .binary import (
     add,
@@ -24,10 +24,13 @@ from .binary import (
     power,
     subtract,
 )
+from .create import full, ones, zeros
 from .datatype import astype
-from .linear_algebra import dense, matmul
-from .manipulate import permute_dims, reshape
+from .linear_algebra import dense, linear, matmul
+from .manipulate import broadcast_to, concat, flatten, permute_dims, reshape
+from .memory import builtin
 from .nn import relu
+from .search import argmax, where
 from .statistical import max, mean, min, sum
 from .ternary import ewise_fma
 from .unary import abs, exp, log, negative, sigmoid, sqrt, tanh
@@ -35,32 +38,41 @@ from .unary import abs, exp, log, negative, sigmoid, sqrt, tanh
 __all__ = [
     "abs",
     "add",
+    "argmax",
     "astype",
+    "broadcast_to",
+    "builtin",
     "call_dps_packed",
     "call_packed",
     "call_pure_packed",
     "call_tir",
+    "concat",
     "dense",
     "divide",
     "equal",
     "ewise_fma",
     "exp",
+    "flatten",
     "floor_divide",
+    "full",
     "greater",
     "greater_equal",
     "less",
     "less_equal",
+    "linear",
     "log",
     "matmul",
     "max",
     "maximum",
     "mean",
+    "memory",
     "min",
     "minimum",
     "multiply",
     "negative",
     "nn",
     "not_equal",
+    "ones",
     "permute_dims",
     "power",
     "relu",
@@ -70,4 +82,6 @@ __all__ = [
     "subtract",
     "sum",
     "tanh",
+    "where",
+    "zeros",
 ]

@@ -20,8 +20,8 @@ from typing import Any
 from mlckit.errors import StructInfoError
 from mlckit.ir.op import Op, register_op
 
-from ..expr import Attrs, Call, Var
-from ..struct_info import PrimStructInfo, StructInfo, TensorStructInfo
+from ..expr import Attrs, Call, Expr, ShapeExpr, Var
+from ..struct_info import PrimStructInfo, ShapeStructInfo, StructInfo, TensorStructInfo
 from ..utils import format_struct_info, format_tensor_shape
 
 InferFn = Callable[[Call, Any], StructInfo]
@@ -61,6 +61,12 @@ def make_call(
         given = attrs or {}
         call_attrs = Attrs({key: given.get(key) for key in names})
     return Call(op, args, call_attrs, sinfo_args)
+
+
+def shape_arg(shape: Any) -> Expr:
+    """A shape argument as a relax expression: ``(n, 4)`` becomes ``R.shape([n, 4])``; an
+    expression (a ShapeExpr or a shape-valued variable) is kept, so the shape may be symbolic."""
+    return shape if isinstance(shape, Expr) else ShapeExpr(shape)
 
 
 # ------------------------------------------------------------------------------ messages
@@ -103,6 +109,18 @@ def tensor_arg(
         f"expects {wanted} as argument {index}, but {arg_label(call, index)} is "
         f"{format_struct_info(sinfo)}",
     )
+
+
+def shape_arg_values(call: Call, index: int) -> ShapeStructInfo:
+    """The struct info of the shape argument ``index``, which must be a shape."""
+    sinfo = call.args[index].struct_info_
+    if not isinstance(sinfo, ShapeStructInfo):
+        raise fail(
+            call,
+            f"expects a shape such as R.shape([n, 4]) as argument {index}, but "
+            f"{arg_label(call, index)} is {format_struct_info(sinfo)}",
+        )
+    return sinfo
 
 
 def normalize_axis(call: Call, axis: Any, ndim: int, what: str = "axis") -> int:

@@ -1,4 +1,5 @@
-"""Matrix products: ``relax.matmul`` (numpy semantics) and ``relax.nn.dense`` (``x @ w.T``)."""
+"""Matrix products: ``relax.matmul`` (numpy semantics), ``relax.nn.dense`` (``x @ w.T``) and
+``linear`` (``x @ w.T + b``, built from matmul, permute_dims and add)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from ..expr import Call, Expr
 from ..struct_info import StructInfo, TensorStructInfo
 from ..utils import dims_equal, format_dim
 from ._registry import common_dtype, describe_arg, fail, make_call, register, tensor_arg
-from .binary import broadcast_shapes
+from .binary import add, broadcast_shapes
+from .manipulate import permute_dims
 
 
 def _check_reduction(call: Call, k_x: PrimExpr, k_w: PrimExpr) -> None:
@@ -98,4 +100,19 @@ def dense(x: Expr | Any, w: Expr | Any) -> Call:
     return make_call("relax.nn.dense", [x, w])
 
 
-__all__ = ["dense", "matmul"]
+def linear(
+    data: Expr | Any,
+    weight: Expr | Any,
+    bias: Expr | Any | None = None,
+    out_dtype: str | None = None,
+) -> Expr:
+    """``relax.op.linear(data, weight, bias=None)`` = ``data @ weight.T + bias``.
+
+    As in TVM this is not an operator of its own: it builds
+    ``add(matmul(data, permute_dims(weight)), bias)``, which normalization binds call by call.
+    """
+    out = matmul(data, permute_dims(weight), out_dtype=out_dtype)
+    return out if bias is None else add(out, bias)
+
+
+__all__ = ["dense", "linear", "matmul"]

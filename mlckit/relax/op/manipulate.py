@@ -1,4 +1,5 @@
-"""Shape manipulation: ``relax.permute_dims`` (attr ``axes``) and ``relax.reshape``."""
+"""Shape manipulation: ``relax.permute_dims`` (attr ``axes``), ``relax.reshape``,
+``relax.flatten``, ``relax.concat`` (attr ``axis``) and ``relax.broadcast_to``."""
 
 from __future__ import annotations
 
@@ -8,10 +9,28 @@ from typing import Any
 from mlckit.arith import simplify
 from mlckit.tir.expr import FloorDiv, IntImm, PrimExpr
 
-from ..expr import Call, Expr, ShapeExpr
-from ..struct_info import ShapeStructInfo, StructInfo, TensorStructInfo
-from ..utils import const_int, dims_equal, format_dim, format_shape
-from ._registry import describe_arg, fail, int_list, make_call, normalize_axis, register, tensor_arg
+from ..expr import Call, Expr, Tuple, Var, convert_to_expr
+from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
+from ..utils import (
+    const_int,
+    dims_equal,
+    format_dim,
+    format_shape,
+    format_struct_info,
+    format_tensor_shape,
+    is_const_one,
+)
+from ._registry import (
+    describe_arg,
+    fail,
+    int_list,
+    make_call,
+    normalize_axis,
+    register,
+    shape_arg,
+    shape_arg_values,
+    tensor_arg,
+)
 
 
 def _infer_permute_dims(call: Call, ctx: Any) -> StructInfo:
@@ -43,7 +62,7 @@ def _infer_permute_dims(call: Call, ctx: Any) -> StructInfo:
     return TensorStructInfo([values[a] for a in axes], x.dtype)
 
 
-def _product(dims: Sequence[PrimExpr]) -> PrimExpr:
+def shape_product(dims: Sequence[PrimExpr]) -> PrimExpr:
     """The number of elements: constants folded here, the symbolic rest left to the simplifier."""
     const = 1
     symbolic: PrimExpr | None = None
@@ -60,12 +79,7 @@ def _product(dims: Sequence[PrimExpr]) -> PrimExpr:
 
 def _infer_reshape(call: Call, ctx: Any) -> StructInfo:
     x = tensor_arg(call, 0)
-    shape_sinfo = call.args[1].struct_info_
-    if not isinstance(shape_sinfo, ShapeStructInfo):
-        raise fail(
-            call,
-            f"the new shape must be a shape (R.shape([...])), got {type(call.args[1]).__name__}",
-        )
+    shape_sinfo = shape_arg_values(call, 1)
     new = shape_sinfo.values
     if new is None:
         return TensorStructInfo(None, x.dtype, shape_sinfo.ndim)
@@ -75,9 +89,9 @@ def _infer_reshape(call: Call, ctx: Any) -> StructInfo:
         raise fail(call, f"at most one dimension of the new shape {format_shape(new)} may be -1")
     if old is None:
         return TensorStructInfo(None if holes else new, x.dtype, len(new))
-    old_size = _product(old)
+    old_size = shape_product(old)
     if holes:
-        rest = _product([d for i, d in enumerate(new) if i != holes[0]])
+        rest = shape_product([d for i, d in enumerate(new) if i != holes[0]])
         n_old, n_rest = const_int(old_size), const_int(rest)
         if n_old is not None and n_rest is not None:
             if n_rest == 0 or n_old % n_rest != 0:
@@ -93,7 +107,7 @@ def _infer_reshape(call: Call, ctx: Any) -> StructInfo:
         return TensorStructInfo(
             [inferred if i == holes[0] else d for i, d in enumerate(new)], x.dtype
         )
-    new_size = _product(new)
+    new_size = shape_product(new)
     if dims_equal(old_size, new_size) is False:
         raise fail(
             call,
@@ -106,8 +120,136 @@ def _infer_reshape(call: Call, ctx: Any) -> StructInfo:
     return TensorStructInfo(new, x.dtype)
 
 
+def _infer_flatten(call: Call, ctx: Any) -> StructInfo:
+    x = tensor_arg(call, 0)
+    values = x.shape_values  # type: ignore[union-attr]
+    if values is None:
+        return TensorStructInfo(None, x.dtype, 1)
+    return TensorStructInfo([shape_product(values)], x.dtype)
+
+
+def _tensor_fields(call: Call) -> list[TensorStructInfo]:
+    """The tensors of concat's tuple argument."""
+    sinfo = call.args[0].struct_info_
+    if not isinstance(sinfo, TupleStructInfo) or not sinfo.fields:
+        raise fail(
+            call,
+            "expects a non-empty tuple of tensors such as (x, y), got " + format_struct_info(sinfo),
+        )
+    for i, field in enumerate(sinfo.fields):
+        if not isinstance(field, TensorStructInfo):
+            raise fail(
+                call,
+                f"every field of the tuple must be a tensor, but {_field_label(call, i)} is "
+                + format_struct_info(field),
+            )
+    return list(sinfo.fields)  # type: ignore[arg-type]
+
+
+def _field_label(call: Call, i: int) -> str:
+    tup = call.args[0]
+    if isinstance(tup, Tuple) and isinstance(tup.fields[i], Var):
+        return tup.fields[i].name_hint  # type: ignore[attr-defined]
+    return f"tensors[{i}]"
+
+
+def _describe_field(call: Call, i: int, sinfo: TensorStructInfo) -> str:
+    return f"{_field_label(call, i)} has shape {format_tensor_shape(sinfo)}"
+
+
+def _infer_concat(call: Call, ctx: Any) -> StructInfo:
+    fields = _tensor_fields(call)
+    dtype = fields[0].dtype
+    for i, field in enumerate(fields[1:], 1):
+        if "void" in (dtype, field.dtype):
+            dtype = "void"
+        elif field.dtype != dtype:
+            raise fail(
+                call,
+                f"the tensors' dtypes differ: {_describe_field(call, 0, fields[0])} and dtype "
+                f"{fields[0].dtype}, {_describe_field(call, i, field)} and dtype {field.dtype}",
+            )
+    axis = call.attrs["axis"] if call.attrs is not None else 0
+    shapes = [f.shape_values for f in fields]
+    if axis is None:
+        # TVM's axis=None: every tensor is flattened first.
+        if any(s is None for s in shapes):
+            return TensorStructInfo(None, dtype, 1)
+        return TensorStructInfo([simplify(_sum(shape_product(s) for s in shapes))], dtype)
+    ndims = {f.ndim for f in fields if f.ndim >= 0}
+    if len(ndims) > 1:
+        raise fail(
+            call,
+            "the tensors must have the same rank, but "
+            + ", ".join(_describe_field(call, i, f) for i, f in enumerate(fields)),
+        )
+    if not ndims:
+        return TensorStructInfo(None, dtype, -1)
+    ndim = ndims.pop()
+    if ndim == 0:
+        raise fail(call, f"cannot concatenate 0-d tensors: {_describe_field(call, 0, fields[0])}")
+    if isinstance(axis, bool) or not isinstance(axis, int) or not -ndim <= axis < ndim:
+        raise fail(
+            call,
+            f"axis {axis!r} is out of range for {_describe_field(call, 0, fields[0])} "
+            f"(valid: {-ndim} to {ndim - 1})",
+        )
+    axis = axis + ndim if axis < 0 else axis
+    if any(s is None for s in shapes):
+        return TensorStructInfo(None, dtype, ndim)
+    first = shapes[0]
+    for i, shape in enumerate(shapes[1:], 1):
+        for d, (a, b) in enumerate(zip(first, shape)):  # type: ignore[arg-type]
+            if d != axis and dims_equal(a, b) is False:
+                raise fail(
+                    call,
+                    f"all dimensions but axis {axis} must agree, but "
+                    f"{_describe_field(call, 0, fields[0])} and "
+                    f"{_describe_field(call, i, fields[i])} "
+                    f"(dimension {d}: {format_dim(a)} vs {format_dim(b)})",
+                )
+    out = list(first)  # type: ignore[arg-type]
+    out[axis] = simplify(_sum(s[axis] for s in shapes))  # type: ignore[index]
+    return TensorStructInfo(out, dtype)
+
+
+def _sum(dims: Any) -> PrimExpr:
+    total: PrimExpr = IntImm("int64", 0)
+    for d in dims:
+        total = total + d
+    return total
+
+
+def _infer_broadcast_to(call: Call, ctx: Any) -> StructInfo:
+    x = tensor_arg(call, 0)
+    target = shape_arg_values(call, 1)
+    new = target.values
+    if new is None:
+        return TensorStructInfo(None, x.dtype, target.ndim)
+    old = x.shape_values  # type: ignore[union-attr]
+    if x.ndim > len(new):  # type: ignore[union-attr]
+        raise fail(
+            call,
+            f"cannot broadcast {describe_arg(call, 0)} to the shape {format_shape(new)} "
+            "with fewer dimensions",
+        )
+    if old is not None:
+        for a, b in zip(reversed(old), reversed(new)):
+            if not is_const_one(a) and dims_equal(a, b) is False:
+                raise fail(
+                    call,
+                    f"cannot broadcast {describe_arg(call, 0)} to the shape "
+                    f"{format_shape(new)} (dimension {format_dim(a)} vs {format_dim(b)}; "
+                    "each dimension must equal the target or be 1)",
+                )
+    return TensorStructInfo(new, x.dtype)
+
+
 register("relax.permute_dims", _infer_permute_dims, ("x",), ("axes",))
 register("relax.reshape", _infer_reshape, ("x", "shape"))
+register("relax.flatten", _infer_flatten, ("x",))
+register("relax.concat", _infer_concat, ("tensors",), ("axis",))
+register("relax.broadcast_to", _infer_broadcast_to, ("x", "shape"))
 
 
 def permute_dims(x: Expr | Any, axes: Sequence[int] | None = None) -> Call:
@@ -126,9 +268,25 @@ def reshape(x: Expr | Any, shape: Any) -> Call:
     As in TVM the new shape is the second argument (a ShapeExpr or a shape-valued variable),
     so it may be symbolic.
     """
-    if not isinstance(shape, Expr):
-        shape = ShapeExpr(shape)
-    return make_call("relax.reshape", [x, shape])
+    return make_call("relax.reshape", [x, shape_arg(shape)])
 
 
-__all__ = ["permute_dims", "reshape"]
+def flatten(x: Expr | Any) -> Call:
+    """``relax.flatten(x)``: all elements in one dimension, ``(prod(shape),)``."""
+    return make_call("relax.flatten", [x])
+
+
+def concat(tensors: Expr | Sequence[Expr], axis: int | None = 0) -> Call:
+    """``relax.concat(tensors, axis=0)``: join a tuple of tensors along ``axis``; with
+    ``axis=None`` the tensors are flattened first."""
+    attr = None if axis is None else int(axis)
+    return make_call("relax.concat", [convert_to_expr(tensors)], {"axis": attr})
+
+
+def broadcast_to(x: Expr | Any, shape: Any) -> Call:
+    """``relax.broadcast_to(x, shape)``: repeat ``x`` along dims of size 1 (and new leading
+    dims) to ``shape``, with numpy's broadcasting rule."""
+    return make_call("relax.broadcast_to", [x, shape_arg(shape)])
+
+
+__all__ = ["broadcast_to", "concat", "flatten", "permute_dims", "reshape", "shape_product"]

@@ -1,13 +1,29 @@
-"""``relax.op.nn``: neural-network operators (activations, softmax, dense)."""
+"""``relax.op.nn``: neural-network operators (activations, softmax, normalization, dense and
+linear, convolution and pooling)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from mlckit.ir.dtype import is_float
+
 from ..expr import Call, Expr
-from ..struct_info import StructInfo
-from ._registry import make_call, normalize_axis, register, tensor_arg
-from .linear_algebra import dense
+from ..struct_info import StructInfo, TensorStructInfo
+from ..utils import dims_equal, format_dim
+from ._registry import (
+    common_dtype,
+    describe_arg,
+    fail,
+    int_list,
+    make_call,
+    normalize_axis,
+    register,
+    tensor_arg,
+)
+from .linear_algebra import dense, linear
+from .manipulate import shape_product
+from .spatial import avg_pool2d, conv2d, max_pool2d
 from .unary import unary
 
 relu = unary("relax.nn.relu")
@@ -17,12 +33,17 @@ silu = unary("relax.nn.silu", float_only=True)
 
 def _infer_softmax(call: Call, ctx: Any) -> StructInfo:
     x = tensor_arg(call, 0)
+    if x.dtype != "void" and not is_float(x.dtype):
+        raise fail(
+            call, f"needs a floating-point tensor, but {describe_arg(call, 0)} and dtype {x.dtype}"
+        )
     if x.ndim >= 0:  # type: ignore[union-attr]
         normalize_axis(call, call.attrs["axis"], x.ndim)  # type: ignore[index, union-attr]
     return x
 
 
 register("relax.nn.softmax", _infer_softmax, ("data",), ("axis",))
+register("relax.nn.log_softmax", _infer_softmax, ("data",), ("axis",))
 
 
 def softmax(data: Expr | Any, axis: int = -1) -> Call:
@@ -30,4 +51,104 @@ def softmax(data: Expr | Any, axis: int = -1) -> Call:
     return make_call("relax.nn.softmax", [data], {"axis": int(axis)})
 
 
-__all__ = ["dense", "gelu", "relu", "silu", "softmax"]
+def log_softmax(data: Expr | Any, axis: int = -1) -> Call:
+    """``relax.nn.log_softmax(data, axis=-1)``: ``log(softmax(data))``, computed stably."""
+    return make_call("relax.nn.log_softmax", [data], {"axis": int(axis)})
+
+
+def _infer_layer_norm(call: Call, ctx: Any) -> StructInfo:
+    data = tensor_arg(call, 0)
+    params = [tensor_arg(call, i) for i in (1, 2)]
+    dtype = data.dtype
+    for i, p in zip((1, 2), params):
+        dtype = common_dtype(call, data, p, 0, i)
+    axes = call.attrs["axes"]  # type: ignore[index]
+    ndim = data.ndim  # type: ignore[union-attr]
+    if ndim >= 0:
+        normalized = [normalize_axis(call, a, ndim, f"axes={axes}: axis") for a in axes]
+        if len(set(normalized)) != len(normalized):
+            raise fail(call, f"axes={axes} names an axis twice for {describe_arg(call, 0)}")
+        # gamma and beta hold one value per position of the normalized axes.
+        values = data.shape_values  # type: ignore[union-attr]
+        for i, p in zip((1, 2), params):
+            if p.ndim not in (-1, len(axes)):  # type: ignore[union-attr]
+                raise fail(
+                    call,
+                    f"{describe_arg(call, i)}, but it needs {len(axes)} dimension(s), one per "
+                    f"normalized axis {axes} of {describe_arg(call, 0)}",
+                )
+            pv = p.shape_values  # type: ignore[union-attr]
+            if values is None or pv is None:
+                continue
+            for a, d in zip(normalized, pv):
+                if dims_equal(values[a], d) is False:
+                    raise fail(
+                        call,
+                        f"{describe_arg(call, i)}, but the normalized axes {axes} of "
+                        f"{describe_arg(call, 0)} have size(s) "
+                        f"({', '.join(format_dim(values[k]) for k in normalized)})",
+                    )
+    return TensorStructInfo(data.shape, dtype, ndim)  # type: ignore[union-attr]
+
+
+register(
+    "relax.nn.layer_norm",
+    _infer_layer_norm,
+    ("data", "gamma", "beta"),
+    ("axes", "epsilon", "center", "scale"),
+)
+
+
+def layer_norm(
+    data: Expr | Any,
+    gamma: Expr | Any,
+    beta: Expr | Any,
+    axes: int | Sequence[int],
+    epsilon: float = 1e-5,
+    center: bool = True,
+    scale: bool = True,
+) -> Call:
+    """``relax.nn.layer_norm(data, gamma, beta, axes, epsilon=1e-5, center=True, scale=True)``:
+    ``(data - mean) / sqrt(var + epsilon) * gamma + beta`` with mean and variance over
+    ``axes``; ``scale=False`` leaves out ``gamma`` and ``center=False`` leaves out ``beta``."""
+    attrs = {
+        "axes": int_list(axes, "axes", "relax.nn.layer_norm"),
+        "epsilon": float(epsilon),
+        "center": bool(center),
+        "scale": bool(scale),
+    }
+    return make_call("relax.nn.layer_norm", [data, gamma, beta], attrs)
+
+
+def _infer_batch_flatten(call: Call, ctx: Any) -> StructInfo:
+    x = tensor_arg(call, 0)
+    if x.ndim == 0:  # type: ignore[union-attr]
+        raise fail(call, f"needs a batch dimension, but {describe_arg(call, 0)}")
+    values = x.shape_values  # type: ignore[union-attr]
+    if values is None:
+        return TensorStructInfo(None, x.dtype, 2)
+    return TensorStructInfo([values[0], shape_product(values[1:])], x.dtype)
+
+
+register("relax.nn.batch_flatten", _infer_batch_flatten, ("data",))
+
+
+def batch_flatten(data: Expr | Any) -> Call:
+    """``relax.nn.batch_flatten(data)``: (N, d1, d2, ...) becomes (N, d1 * d2 * ...)."""
+    return make_call("relax.nn.batch_flatten", [data])
+
+
+__all__ = [
+    "avg_pool2d",
+    "batch_flatten",
+    "conv2d",
+    "dense",
+    "gelu",
+    "layer_norm",
+    "linear",
+    "log_softmax",
+    "max_pool2d",
+    "relu",
+    "silu",
+    "softmax",
+]

@@ -109,11 +109,16 @@ def build(
     relax_sources: dict[str, str] = {}
     param_names: dict[str, list[str]] = {}
     constants: list[Constant] = []
+    kernel_names = frozenset(
+        gv.name_hint for gv, func in mod.functions.items() if isinstance(func, PrimFunc)
+    )
     for gv, func in mod.functions.items():
         if isinstance(func, PrimFunc):
             kernels[gv.name_hint] = compile_kernel(func, python_names[gv.name_hint], target)
         elif isinstance(func, Function):
-            generator = RelaxToPython(func, python_names[gv.name_hint], python_names, constants)
+            generator = RelaxToPython(
+                func, python_names[gv.name_hint], python_names, constants, kernel_names
+            )
             relax_sources[gv.name_hint] = generator.generate()
             param_names[gv.name_hint] = [p.name_hint for p in func.params]
         else:

@@ -5,6 +5,12 @@ Each relax function becomes one Python function in the course's "low-level numpy
 their shapes, allocates each ``call_tir`` output with ``np.empty`` and calls the compiled
 kernel with destination passing. Values are numpy arrays, tuples, shapes (tuples of ints) and
 Python scalars; the VirtualMachine converts NDArrays at the boundary.
+
+After CallTIRRewrite and StaticPlanBlockMemory the allocations are explicit and map to numpy
+one by one: ``R.builtin.alloc_tensor`` is ``np.empty``, a storage from
+``R.memory.alloc_storage`` a flat ``np.uint8`` buffer, ``R.memory.alloc_tensor`` a view into
+it (``storage[0:4096].view(np.float32).reshape((16, 64))``), ``R.memory.kill_*`` a ``del``,
+and a direct call of a kernel (``cls.relu(x, alloc)``) is that call, writing into ``alloc``.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from ..expr import (
     Var,
     VarBinding,
 )
+from ..expr_functor import ExprVisitor
 from ..struct_info import (
     PrimStructInfo,
     ShapeStructInfo,
@@ -53,6 +60,7 @@ VM_RUNTIME_NAMES = frozenset(
         "check_shape",
         "check_prim",
         "check_dim",
+        "check_storage",
         "call_dps_packed",
         "call_packed",
         "constants",
@@ -61,19 +69,33 @@ VM_RUNTIME_NAMES = frozenset(
 )
 
 _DPS_OPS = {"relax.call_tir", "relax.call_dps_packed"}
+_KILL_OPS = {"relax.memory.kill_storage", "relax.memory.kill_tensor"}
 
 
 class RelaxToPython:
     """Generates the Python function of one relax function."""
 
     def __init__(
-        self, func: Function, name: str, globals_: dict[str, str], constants: list[Constant]
+        self,
+        func: Function,
+        name: str,
+        globals_: dict[str, str],
+        constants: list[Constant],
+        kernel_names: frozenset[str] = frozenset(),
     ):
         self.func = func
         self.name = name
         # Module-level names: relax function and kernel names by their GlobalVar name.
         self.globals = globals_
+        # The GlobalVar names of the kernels (PrimFuncs): calling one returns nothing.
+        self.kernel_names = kernel_names
         self.constants = constants
+        # Variables read somewhere: a call made only for its effect binds nothing otherwise.
+        used = _UsedVars()
+        used.visit_expr(func)
+        self.used = used.vars
+        # The size in bytes of each storage of R.memory.alloc_storage, to check views against.
+        self.storage_sizes: dict[Var, E.PrimExpr] = {}
         self.names = NameSupply(VM_RUNTIME_NAMES | set(globals_.values()))
         self.prim = PrimExprPrinter(self.names)
         self.defined_dims: set[int] = set()
@@ -225,6 +247,15 @@ class RelaxToPython:
                 self.emit(
                     f"{target} = call_packed({self._extern_name(func)!r}, {self._tuple(args)})"
                 )
+            elif op.name == "relax.builtin.alloc_tensor":
+                shape, dtype = self._shape_text(call.args[0]), self._dtype_of(call.args[1])
+                self.emit(f"{target} = {self._empty(shape, dtype)}")
+            elif op.name == "relax.memory.alloc_storage":
+                self.alloc_storage(target, call, binding)
+            elif op.name == "relax.memory.alloc_tensor":
+                self.storage_view(target, call, binding)
+            elif op.name in _KILL_OPS:
+                self.kill(target, call, binding)
             else:
                 raise BuildError(
                     f"{self.func_label()}: "
@@ -239,11 +270,80 @@ class RelaxToPython:
                     f"{self.func_label()}: calls {op.name_hint}, which is not a "
                     "function of the module"
                 )
-            self.emit(f"{target} = {callee}({self._values(call.args)})")
+            if op.name_hint in self.kernel_names:
+                # A kernel writes into its output arguments and returns nothing.
+                self.effect(binding, f"{callee}({self._values(call.args)})")
+            else:
+                self.emit(f"{target} = {callee}({self._values(call.args)})")
         elif isinstance(op, ExternFunc):
-            self.emit(f"{target} = call_packed({op.global_symbol!r}, {self._tuple(call.args)})")
+            self.effect(binding, f"call_packed({op.global_symbol!r}, {self._tuple(call.args)})")
         else:
             self.emit(f"{target} = {self.value(op)}({self._values(call.args)})")
+
+    def effect(self, binding: VarBinding, statement: str) -> None:
+        """A call made for what it writes: its result is bound only if something reads it."""
+        if binding.var in self.used:
+            self.emit(f"{self.names.get(binding.var, binding.var.name_hint)} = {statement}")
+        else:
+            self.emit(statement)
+
+    def alloc_storage(self, target: str, call: Call, binding: VarBinding) -> None:
+        size = call.args[0]
+        if not isinstance(size, ShapeExpr) or len(size.values) != 1:
+            raise BuildError(
+                f"{self.func_label()}: `{binding.var.name_hint} = R.memory.alloc_storage(...)` "
+                "needs its size in bytes as a literal shape, R.shape([nbytes])"
+            )
+        self.storage_sizes[binding.var] = size.values[0]
+        self.emit(f"{target} = np.empty({self.prim_value(size.values[0])}, dtype=np.uint8)")
+
+    def storage_view(self, target: str, call: Call, binding: VarBinding) -> None:
+        """``R.memory.alloc_tensor``: a view of bytes ``[offset, offset + nbytes)`` of a storage,
+        checked against the storage's size at build time when both are known, else at run time."""
+        from mlckit.arith import Analyzer
+        from mlckit.ir.dtype import to_numpy
+
+        storage, offset, shape, dtype_arg = call.args
+        if not isinstance(shape, ShapeExpr) or not isinstance(offset, PrimValue):
+            raise BuildError(
+                f"{self.func_label()}: `{binding.var.name_hint} = R.memory.alloc_tensor(...)` "
+                "needs a literal offset and shape: R.prim_value(0), R.shape([...])"
+            )
+        dtype = self._dtype_of(dtype_arg)
+        nbytes: E.PrimExpr = E.IntImm("int64", to_numpy(dtype).itemsize)
+        for dim in shape.values:
+            self._require_defined(dim)
+            nbytes = nbytes * dim
+        analyzer = Analyzer()
+        end = analyzer.simplify(offset.value + nbytes)
+        start = analyzer.simplify(offset.value)
+        where = f"{self.func_label()}: R.memory.alloc_tensor of {binding.var.name_hint}"
+        size = self.storage_sizes.get(storage) if isinstance(storage, Var) else None
+        excess = None if size is None else analyzer.simplify(end - size)
+        if isinstance(excess, E.IntImm):
+            if excess.value > 0:
+                raise BuildError(
+                    f"{where} needs bytes {self.prim_value(start)} to {self.prim_value(end)}, "
+                    f"but the storage {storage.name_hint} holds {self.prim_value(size)} bytes"
+                )
+        else:
+            self.emit(f"check_storage({self.value(storage)}, {self.prim_value(end)}, {where!r})")
+        self.emit(
+            f"{target} = {self.value(storage)}[{self.prim_value(start)}:{self.prim_value(end)}]"
+            f".view(np.{dtype}).reshape({self._shape_text(shape)})"
+        )
+
+    def kill(self, target: str, call: Call, binding: VarBinding) -> None:
+        value = call.args[0]
+        if not isinstance(value, Var):
+            raise BuildError(
+                f"{self.func_label()}: R.{call.op.name.removeprefix('relax.')} "  # type: ignore[union-attr]
+                "takes a variable"
+            )
+        # Dropping the name frees the memory once no other name or view refers to it.
+        self.emit(f"del {self.value(value)}")
+        if binding.var in self.used:
+            self.emit(f"{target} = ()")
 
     def destination_passing_call(self, target: str, call: Call) -> None:
         callee, args = call.args[0], call.args[1]
@@ -281,12 +381,29 @@ class RelaxToPython:
             raise BuildError(
                 f"{self.func_label()}: an output of call_tir needs a known shape, got {sinfo!r}"
             )
-        dims = []
-        for dim in sinfo.shape_values:
+        return self._empty(self._dims_text(sinfo.shape_values), sinfo.dtype)
+
+    def _dtype_of(self, arg: Expr) -> str:
+        if not isinstance(arg, DataTypeImm):
+            raise BuildError(
+                f'{self.func_label()}: an allocation needs its dtype as R.dtype("..."), '
+                f"got {type(arg).__name__}"
+            )
+        return arg.value
+
+    def _empty(self, shape: str, dtype: str) -> str:
+        return f"np.empty({shape}, dtype=np.{dtype})"
+
+    def _dims_text(self, dims: tuple[E.PrimExpr, ...]) -> str:
+        for dim in dims:
             self._require_defined(dim)
-            dims.append(self.prim_value(dim))
-        shape = ", ".join(dims) + ("," if len(dims) == 1 else "")
-        return f"np.empty(({shape}), dtype=np.{sinfo.dtype})"
+        return _tuple_text([self.prim_value(dim) for dim in dims])
+
+    def _shape_text(self, shape: Expr) -> str:
+        """A shape argument: a literal's dims, or the run-time tuple a shape variable holds."""
+        if isinstance(shape, ShapeExpr):
+            return self._dims_text(shape.values)
+        return self.value(shape)
 
     def _extern_name(self, func: Any) -> str:
         if isinstance(func, ExternFunc):
@@ -330,6 +447,16 @@ class RelaxToPython:
         if isinstance(expr, SeqExpr):
             return self.seq_expr(expr)
         raise BuildError(f"{self.func_label()}: cannot build the expression {type(expr).__name__}")
+
+
+class _UsedVars(ExprVisitor):
+    def __init__(self) -> None:
+        self.vars: set[Var] = set()
+
+    def visit_var_(self, op: Var) -> None:
+        self.vars.add(op)
+
+    visit_dataflow_var_ = visit_var_
 
 
 def _tuple_text(items: list[str]) -> str:

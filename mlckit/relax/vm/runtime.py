@@ -58,6 +58,12 @@ def check_dim(actual: int, expected: int, where: str, axis: int, expected_text: 
     raise VMError(f"{where} has size {actual} in dimension {axis}, but {why}")
 
 
+def check_storage(storage: np.ndarray, end: int, where: str) -> None:
+    """A tensor placed in a storage must end within it (``end`` is its last byte + 1)."""
+    if end > storage.nbytes:
+        raise VMError(f"{where} needs {end} bytes, but its storage holds {storage.nbytes}")
+
+
 def check_tuple(value: Any, where: str, size: int) -> None:
     if not isinstance(value, tuple) or len(value) != size:
         raise VMError(f"{where} expects a tuple of {size} values, got {describe(value)}")

@@ -1,0 +1,26 @@
+"""Neural-network operators (TVM's ``topi.nn``)."""
+
+from .conv2d import conv2d_nchw
+from .dense import dense
+from .elemwise import gelu, relu, silu
+from .flatten import flatten
+from .layer_norm import layer_norm
+from .pad import pad
+from .pooling import avg_pool2d, max_pool2d, pool2d
+from .softmax import log_softmax, softmax
+
+__all__ = [
+    "avg_pool2d",
+    "conv2d_nchw",
+    "dense",
+    "flatten",
+    "gelu",
+    "layer_norm",
+    "log_softmax",
+    "max_pool2d",
+    "pad",
+    "pool2d",
+    "relu",
+    "silu",
+    "softmax",
+]

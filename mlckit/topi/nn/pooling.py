@@ -1,0 +1,159 @@
+"""2-d pooling in NCHW layout: ``pool2d``, ``max_pool2d``, ``avg_pool2d``.
+
+Average pooling divides by the window size when ``count_include_pad`` is true (padding
+counts as zeros, as PyTorch's default), and by the number of window positions inside the
+unpadded input when it is false. With ``ceil_mode`` the output rounds up, and window
+positions past the explicit padding count in neither case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mlckit import arith, te
+from mlckit.errors import StructInfoError
+from mlckit.tir import op as tir_op
+from mlckit.tir.expr import PrimExpr, const
+
+from ..utils import as_float, axis_names, shape_text
+from .conv2d import pad_tuple, pair
+from .pad import pad
+
+
+def pool2d(
+    data: te.Tensor,
+    kernel: int | Sequence[int],
+    stride: int | Sequence[int],
+    dilation: int | Sequence[int],
+    padding: int | Sequence[int],
+    pool_type: str,
+    ceil_mode: bool = False,
+    layout: str = "NCHW",
+    count_include_pad: bool = True,
+) -> te.Tensor:
+    """Max (``pool_type="max"``, block ``pool_max``) or average (``"avg"``, blocks
+    ``pool_sum`` and ``pool_avg``) over ``kernel`` windows; padding is
+    ``(top, left, bottom, right)`` (or an int, or ``(h, w)``) and is applied in a
+    ``pad_temp`` block when non-zero."""
+    op = "topi.nn.pool2d"
+    if layout != "NCHW":
+        raise StructInfoError(f"{op}: only the NCHW layout is supported, got {layout!r}")
+    if pool_type not in ("max", "avg"):
+        raise StructInfoError(f"{op}: pool_type must be 'max' or 'avg', got {pool_type!r}")
+    if data.ndim != 4:
+        raise StructInfoError(f"{op}: needs a 4-d NCHW input, got {shape_text(data.shape)}")
+    kh, kw = pair(kernel, "kernel", op)
+    sh, sw = pair(stride, "stride", op)
+    dh, dw = pair(dilation, "dilation", op)
+    top, left, bottom, right = pad_tuple(padding, op)
+    batch, channel, height, width = data.shape
+
+    def out_dim(size: PrimExpr, before: int, after: int, k: int, s: int, d: int) -> PrimExpr:
+        span = size + before + after - (k - 1) * d - 1
+        return arith.simplify((span + (s - 1 if ceil_mode else 0)) // s + 1)
+
+    out_h = out_dim(height, top, bottom, kh, sh, dh)
+    out_w = out_dim(width, left, right, kw, sw, dw)
+    fill = tir_op.min_value(data.dtype) if pool_type == "max" else const(0, data.dtype)
+    pad_after: list[Any] = [0, 0, bottom, right]
+    if ceil_mode:
+        # Rounding up lets the last windows run past the bottom/right padding: pad those
+        # positions with the fill as well.
+        for axis, (out, size, k, s, d) in enumerate(
+            [(out_h, height, kh, sh, dh), (out_w, width, kw, sw, dw)], start=2
+        ):
+            past = (
+                (out - 1) * s
+                + (k - 1) * d
+                + 1
+                - (size + top + bottom if axis == 2 else size + left + right)
+            )
+            pad_after[axis] = arith.simplify(
+                pad_after[axis] + tir_op.max(past, const(0, past.dtype))
+            )
+    padded = ceil_mode or any((top, left, bottom, right))
+    temp = pad(data, [0, 0, top, left], pad_after, fill, name="pad_temp") if padded else data
+    rv0 = te.reduce_axis((0, kh), name="rv0")
+    rv1 = te.reduce_axis((0, kw), name="rv1")
+    out_shape = (batch, channel, out_h, out_w)
+    names = axis_names(4)
+
+    def window(reducer: Any) -> Any:
+        def body(*i: PrimExpr) -> Any:
+            n, c, y, x = i
+            row = arith.simplify(y * sh + rv0.var * dh)
+            col = arith.simplify(x * sw + rv1.var * dw)
+            value = temp[n, c, row, col]
+            return reducer(value, axis=[rv0, rv1])
+
+        return body
+
+    if pool_type == "max":
+        return te.compute(
+            out_shape, window(te.max), name="pool_max", tag="pool_max", varargs_names=names
+        )
+    total = te.compute(
+        out_shape, window(te.sum), name="pool_sum", tag="pool_sum", varargs_names=names
+    )
+
+    def divisor(y: PrimExpr, x: PrimExpr) -> PrimExpr:
+        if count_include_pad and not ceil_mode:
+            return const(float(kh * kw), data.dtype)
+        lo_h, hi_h = (0, height + top + bottom) if count_include_pad else (top, height + top)
+        lo_w, hi_w = (0, width + left + right) if count_include_pad else (left, width + left)
+        rows = _positions_inside(y * sh, kh, dh, lo_h, hi_h)
+        cols = _positions_inside(x * sw, kw, dw, lo_w, hi_w)
+        count = tir_op.max(rows * cols, const(1, rows.dtype))
+        return as_float(count, data.dtype)
+
+    def average(*i: PrimExpr) -> PrimExpr:
+        return total[i] / divisor(i[2], i[3])
+
+    return te.compute(out_shape, average, name="pool_avg", tag="elemwise", varargs_names=names)
+
+
+def _positions_inside(start: PrimExpr, k: int, d: int, lo: Any, hi: Any) -> PrimExpr:
+    """How many of the window positions ``start + r*d`` (``0 <= r < k``) lie in ``[lo, hi)``
+    (positions are in padded coordinates)."""
+
+    def first_at_or_after(bound: Any) -> PrimExpr:
+        # The smallest r with start + r*d >= bound, clamped to [0, k].
+        r = (bound - start + (d - 1)) // d
+        return tir_op.min(tir_op.max(r, const(0, start.dtype)), const(k, start.dtype))
+
+    return arith.simplify(first_at_or_after(hi) - first_at_or_after(lo))
+
+
+def max_pool2d(
+    data: te.Tensor,
+    kernel: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    ceil_mode: bool = False,
+) -> te.Tensor:
+    """Max pooling over NCHW ``data`` (the stride defaults to the kernel size)."""
+    return pool2d(data, kernel, stride or kernel, dilation, padding, "max", ceil_mode)
+
+
+def avg_pool2d(
+    data: te.Tensor,
+    kernel: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> te.Tensor:
+    """Average pooling over NCHW ``data`` (see the module docstring for the divisor)."""
+    return pool2d(
+        data,
+        kernel,
+        stride or kernel,
+        dilation,
+        padding,
+        "avg",
+        ceil_mode,
+        count_include_pad=count_include_pad,
+    )

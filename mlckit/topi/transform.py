@@ -1,0 +1,189 @@
+"""Layout and creation operators: ``reshape``, ``transpose``, ``concatenate``, ``full``,
+and ``matmul`` with numpy's batch broadcasting."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mlckit import arith, te
+from mlckit.errors import StructInfoError
+from mlckit.ir.dtype import check_dtype
+from mlckit.tir import op as tir_op
+from mlckit.tir.expr import IntImm, PrimExpr, const, convert
+
+from .utils import (
+    axis_names,
+    broadcast_indices,
+    broadcast_shape,
+    normalize_axis,
+    prod,
+    same_dim,
+    shape_text,
+)
+
+
+def ravel(indices: Sequence[PrimExpr], shape: Sequence[PrimExpr]) -> PrimExpr:
+    """The row-major flat position of ``indices`` in ``shape``."""
+    flat: PrimExpr = indices[0] if indices else const(0, "int32")
+    for index, dim in zip(indices[1:], shape[1:]):
+        flat = flat * dim + index
+    return flat
+
+
+def unravel(flat: PrimExpr, shape: Sequence[PrimExpr]) -> list[PrimExpr]:
+    """The indices into ``shape`` of the row-major flat position ``flat`` (simplified)."""
+    indices = []
+    stride: PrimExpr = const(1, flat.dtype)
+    for i in reversed(range(len(shape))):
+        index = flat // stride
+        # The outermost index needs no wrap-around: flat positions stay inside the shape.
+        indices.append(arith.simplify(index % shape[i] if i else index))
+        stride = stride * shape[i]
+    return indices[::-1]
+
+
+def reshape(a: te.Tensor, newshape: Sequence[Any]) -> te.Tensor:
+    """``a`` with the same elements in row-major order under ``newshape`` (one dim may be -1)."""
+    dims = [convert(d) for d in newshape]
+    unknown = [i for i, d in enumerate(dims) if isinstance(d, IntImm) and d.value == -1]
+    total = prod(list(a.shape))
+    if len(unknown) > 1:
+        raise StructInfoError(f"topi.reshape: at most one dimension may be -1, got {newshape}")
+    if unknown:
+        known = prod([d for i, d in enumerate(dims) if i != unknown[0]])
+        dims[unknown[0]] = arith.simplify(total // known)
+    if not same_dim(prod(dims), total):
+        raise StructInfoError(
+            f"topi.reshape: cannot reshape a tensor of shape {shape_text(a.shape)} "
+            f"({total.script()} elements) to {shape_text(dims)}"
+        )
+
+    def body(*indices: PrimExpr) -> PrimExpr:
+        return a[tuple(unravel(ravel(indices, dims), a.shape))]
+
+    return te.compute(
+        dims, body, name="T_reshape", tag="injective", varargs_names=axis_names(len(dims))
+    )
+
+
+def transpose(a: te.Tensor, axes: Sequence[int] | None = None) -> te.Tensor:
+    """``a`` with its dimensions permuted: output dim ``i`` is input dim ``axes[i]``
+    (reversed when ``axes`` is None)."""
+    order = list(reversed(range(a.ndim))) if axes is None else list(axes)
+    order = [normalize_axis(int(x), a.ndim, "topi.transpose") for x in order]
+    if sorted(order) != list(range(a.ndim)):
+        raise StructInfoError(
+            f"topi.transpose: axes {list(axes or [])} is not a permutation of the {a.ndim} "
+            "dimensions"
+        )
+
+    def body(*indices: PrimExpr) -> PrimExpr:
+        index: list[Any] = [None] * a.ndim
+        for out_axis, in_axis in enumerate(order):
+            index[in_axis] = indices[out_axis]
+        return a[tuple(index)]
+
+    return te.compute(
+        [a.shape[x] for x in order],
+        body,
+        name="T_transpose",
+        tag="injective",
+        varargs_names=axis_names(a.ndim),
+    )
+
+
+def concatenate(a_tuple: Sequence[te.Tensor], axis: int = 0) -> te.Tensor:
+    """The tensors joined along ``axis``; every other dimension must agree."""
+    tensors = list(a_tuple)
+    if not tensors:
+        raise StructInfoError("topi.concatenate needs at least one tensor")
+    first = tensors[0]
+    axis = normalize_axis(axis, first.ndim, "topi.concatenate")
+    for t in tensors[1:]:
+        same = t.ndim == first.ndim and all(
+            i == axis or same_dim(d, e) for i, (d, e) in enumerate(zip(t.shape, first.shape))
+        )
+        if not same or t.dtype != first.dtype:
+            raise StructInfoError(
+                f"topi.concatenate: a tensor of shape {shape_text(t.shape)} ({t.dtype}) cannot "
+                f"join one of shape {shape_text(first.shape)} ({first.dtype}) along axis {axis}"
+            )
+    offsets = [const(0, first.shape[axis].dtype)]
+    for t in tensors[:-1]:
+        offsets.append(arith.simplify(offsets[-1] + t.shape[axis]))
+    out_shape = list(first.shape)
+    out_shape[axis] = arith.simplify(offsets[-1] + tensors[-1].shape[axis])
+
+    def body(*indices: PrimExpr) -> PrimExpr:
+        def part(t: te.Tensor, offset: PrimExpr) -> PrimExpr:
+            index = list(indices)
+            index[axis] = arith.simplify(index[axis] - offset)
+            return t[tuple(index)]
+
+        # The last tensor whose offset the index has passed holds the element.
+        value = part(tensors[0], offsets[0])
+        for t, offset in zip(tensors[1:], offsets[1:]):
+            value = tir_op.if_then_else(indices[axis] >= offset, part(t, offset), value)
+        return value
+
+    return te.compute(
+        out_shape, body, name="T_concat", tag="injective", varargs_names=axis_names(first.ndim)
+    )
+
+
+def full(shape: Sequence[Any], dtype: str, fill_value: Any) -> te.Tensor:
+    """A tensor of ``shape`` filled with ``fill_value``."""
+    value = const(fill_value, check_dtype(dtype))
+    return te.compute(
+        shape, lambda *i: value, name="T_full", tag="elemwise", varargs_names=axis_names(len(shape))
+    )
+
+
+def matmul(
+    a: te.Tensor, b: te.Tensor, transpose_a: bool = False, transpose_b: bool = False
+) -> te.Tensor:
+    """numpy's ``matmul``: the last two dims multiply, leading (batch) dims broadcast, a 1-d
+    operand is a vector (its dim is dropped from the result). Block ``T_matmul``."""
+    if a.ndim == 0 or b.ndim == 0:
+        raise StructInfoError("topi.matmul: operands must have at least one dimension")
+    a_rows = a.ndim >= 2
+    b_cols = b.ndim >= 2
+    a_mat = (-1, -2) if transpose_a and a_rows else (-2, -1)  # (row axis, reduce axis)
+    b_mat = (-1, -2) if transpose_b and b_cols else (-2, -1)  # (reduce axis, col axis)
+    a_red = a.shape[a_mat[1]] if a_rows else a.shape[0]
+    b_red = b.shape[b_mat[0]] if b_cols else b.shape[0]
+    if not same_dim(a_red, b_red):
+        raise StructInfoError(
+            f"topi.matmul: the reduction dims differ: {shape_text(a.shape)} @ "
+            f"{shape_text(b.shape)}{' (a transposed)' if transpose_a else ''}"
+            f"{' (b transposed)' if transpose_b else ''}"
+        )
+    a_batch = a.shape[:-2] if a_rows else ()
+    b_batch = b.shape[:-2] if b_cols else ()
+    batch = broadcast_shape([a_batch, b_batch], "topi.matmul")
+    out_shape = [*batch]
+    if a_rows:
+        out_shape.append(a.shape[a_mat[0]])
+    if b_cols:
+        out_shape.append(b.shape[b_mat[1]])
+    k = te.reduce_axis((0, a_red), name="k")
+
+    def body(*indices: PrimExpr) -> Any:
+        batch_idx = indices[: len(batch)]
+        rest = list(indices[len(batch) :])
+        a_idx: list[Any] = broadcast_indices(a_batch, batch, batch_idx)
+        if a_rows:
+            pair = [rest.pop(0), k.var]
+            a_idx += pair if a_mat == (-2, -1) else pair[::-1]
+        else:
+            a_idx.append(k.var)
+        b_idx: list[Any] = broadcast_indices(b_batch, batch, batch_idx)
+        if b_cols:
+            pair = [k.var, rest.pop(0)]
+            b_idx += pair if b_mat == (-2, -1) else pair[::-1]
+        else:
+            b_idx.append(k.var)
+        return te.sum(a[tuple(a_idx)] * b[tuple(b_idx)], axis=k)
+
+    return te.compute(out_shape, body, name="T_matmul", tag="matmul")
