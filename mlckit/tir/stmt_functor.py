@@ -19,7 +19,7 @@ Two conventions, as in TVM:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from mlckit.ir.node import Node
@@ -308,3 +308,50 @@ def substitute(node: Any, vmap: Mapping[Var, Any] | Callable[[Var], Any]) -> Any
             return None if hit is None else hit[1]
 
     return _Substituter(lookup).visit(node)
+
+
+class _IRTransformer(StmtExprMutator):
+    def __init__(
+        self, preorder: Callable | None, postorder: Callable | None, kinds: tuple[type, ...] | None
+    ) -> None:
+        self.preorder = preorder
+        self.postorder = postorder
+        self.kinds = kinds
+
+    def visit(self, value: Any) -> Any:
+        enabled = isinstance(value, (PrimExpr, Stmt)) and (
+            self.kinds is None or isinstance(value, self.kinds)
+        )
+        if enabled and self.preorder is not None:
+            replaced = self.preorder(value)
+            if replaced is not None:
+                return replaced
+        result = super().visit(value)
+        if enabled and self.postorder is not None:
+            replaced = self.postorder(result)
+            if replaced is not None:
+                return replaced
+        return result
+
+
+def ir_transform(
+    node: Any,
+    preorder: Callable[[Node], Any] | None,
+    postorder: Callable[[Node], Any] | None,
+    only_enable: Sequence[str | type] | None = None,
+) -> Any:
+    """Rewrite with callbacks, as TVM's ``tir.stmt_functor.ir_transform``.
+
+    ``preorder(node)`` runs before a node's children: a non-None result replaces the node and
+    its children are not visited. ``postorder(node)`` runs on the node rebuilt from its
+    visited children: a non-None result replaces it. ``only_enable`` restricts the callbacks to
+    some node kinds (classes, or names such as ``"tir.For"`` / ``"For"``).
+    """
+    kinds = None
+    if only_enable is not None:
+        by_name = {kind.__name__: kind for kind in _node_kinds()}
+        kinds = tuple(
+            kind if isinstance(kind, type) else by_name[kind.removeprefix("tir.")]
+            for kind in only_enable
+        )
+    return _IRTransformer(preorder, postorder, kinds).visit(node)

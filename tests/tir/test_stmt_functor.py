@@ -150,3 +150,30 @@ def test_mutator_rebuilds_expressions_with_new_dtypes():
     out = Widen()(i + 1)
     assert out.dtype == "int64"
     assert Widen()(FloatImm("float32", 1.0)).dtype == "float32"
+
+
+def test_ir_transform_rewrites_loops_with_callbacks():
+    from mlckit import tir
+    from mlckit.tir.stmt_functor import ir_transform
+
+    i, j = tir.Var("i"), tir.Var("j")
+    buf = tir.decl_buffer((4, 4), "float32", "A")
+    nest = tir.For(
+        i,
+        0,
+        4,
+        tir.ForKind.SERIAL,
+        tir.For(j, 0, 4, tir.ForKind.SERIAL, tir.BufferStore(buf, 0.0, [i, j])),
+    )
+    seen = []
+
+    def make_parallel(loop):
+        seen.append(loop.loop_var.name_hint)
+        return loop.with_fields(kind=tir.ForKind.PARALLEL) if loop.loop_var is i else None
+
+    out = ir_transform(nest, None, make_parallel, only_enable=["tir.For"])
+    assert seen == ["j", "i"]  # post-order: inner loop first
+    assert out.kind == tir.ForKind.PARALLEL and out.body.kind == tir.ForKind.SERIAL
+    # A pre-order replacement stops the walk below it.
+    stop = ir_transform(nest, lambda node: tir.Evaluate(0), None, only_enable=[tir.For])
+    assert isinstance(stop, tir.Evaluate)
