@@ -2,7 +2,7 @@
 
 from mlckit.ir import assert_structural_equal, structural_equal
 
-from . import analysis, op, stmt_functor
+from . import analysis, op, schedule, stmt_functor
 from .buffer import Buffer, BufferRegion, MatchBufferRegion, decl_buffer
 from .expr import (
     EQ,
@@ -58,6 +58,7 @@ from .op import (
     sqrt,
     tanh,
 )
+from .schedule import BlockRV, LoopRV, Schedule
 from .stmt import (
     Allocate,
     Block,

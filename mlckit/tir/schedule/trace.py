@@ -1,0 +1,135 @@
+"""The trace of a schedule: every primitive applied, in order, printable as Python and
+replayable on a fresh schedule of the same function."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .schedule import Schedule
+
+# Primitives that draw random numbers; their outputs are decisions a replay reuses.
+SAMPLING_KINDS = frozenset({"sample_perfect_tile", "sample_categorical", "sample_compute_location"})
+
+
+@dataclass
+class Instruction:
+    """One step: the primitive's name, its arguments and what it returned."""
+
+    kind: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    outputs: Any
+
+    @property
+    def decision(self) -> Any:
+        return self.outputs if self.kind in SAMPLING_KINDS else None
+
+
+@dataclass
+class Trace:
+    instructions: list[Instruction] = field(default_factory=list)
+
+    def append(self, instruction: Instruction) -> None:
+        self.instructions.append(instruction)
+
+    def copy(self) -> Trace:
+        return Trace(list(self.instructions))
+
+    def __len__(self) -> int:
+        return len(self.instructions)
+
+    def __iter__(self):
+        return iter(self.instructions)
+
+    # ------------------------------------------------------------------ printing
+    def as_python(self) -> list[str]:
+        """The trace as Python statements on a schedule named ``sch``."""
+        namer = _RVNamer()
+        lines = []
+        for inst in self.instructions:
+            call = f"sch.{inst.kind}({_arguments(inst, namer)})"
+            outputs = namer.define(inst.outputs)
+            if inst.decision is not None:
+                call = (
+                    call[:-1] + (", " if call[-2] != "(" else "") + f"decision={inst.decision!r})"
+                )
+            lines.append(f"{outputs} = {call}" if outputs else call)
+        return lines
+
+    def show(self) -> None:
+        print(str(self))
+
+    def __str__(self) -> str:
+        return "\n".join(self.as_python())
+
+    # ------------------------------------------------------------------ replay
+    def apply_to_schedule(self, sch: Schedule, remove_postproc: bool = False) -> None:
+        """Apply every step to ``sch`` (a fresh schedule of the same function): handles are
+        mapped to the new schedule's, and sampling steps reuse their recorded decisions."""
+        mapping: dict[int, Any] = {}
+
+        def convert(value: Any) -> Any:
+            if isinstance(value, (list, tuple)):
+                return type(value)(convert(v) for v in value)
+            return mapping.get(id(value), value)
+
+        for inst in self.instructions:
+            kwargs = {k: convert(v) for k, v in inst.kwargs.items()}
+            if inst.decision is not None:
+                kwargs["decision"] = inst.decision
+            result = getattr(sch, inst.kind)(*convert(inst.args), **kwargs)
+            _map_outputs(inst.outputs, result, mapping)
+
+
+def _map_outputs(old: Any, new: Any, mapping: dict[int, Any]) -> None:
+    if isinstance(old, (list, tuple)):
+        for a, b in zip(old, new):
+            _map_outputs(a, b, mapping)
+    elif old is not None:
+        mapping[id(old)] = new
+
+
+class _RVNamer:
+    """Names handles as TVM's traces do: b0 for blocks, l1 for loops, v2 for sampled values."""
+
+    def __init__(self) -> None:
+        self.names: dict[int, str] = {}
+        self.alive: list[Any] = []
+
+    def define(self, outputs: Any) -> str:
+        items = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+        names = []
+        for item in items:
+            if item is None or isinstance(item, bool):
+                continue
+            prefix = {"BlockRV": "b", "LoopRV": "l"}.get(type(item).__name__, "v")
+            name = f"{prefix}{len(self.names)}"
+            self.names[id(item)] = name
+            self.alive.append(item)
+            names.append(name)
+        if not names:
+            return ""
+        return ", ".join(names) + (
+            "," if isinstance(outputs, (list, tuple)) and len(names) == 1 else ""
+        )
+
+    def text(self, value: Any) -> str:
+        if id(value) in self.names:
+            return self.names[id(value)]
+        if isinstance(value, (list, tuple)):
+            inner = ", ".join(self.text(v) for v in value)
+            return f"[{inner}]"
+        return repr(value)
+
+
+def _arguments(inst: Instruction, namer: _RVNamer) -> str:
+    from .schedule import Schedule
+
+    method = getattr(Schedule, inst.kind)
+    params = list(inspect.signature(getattr(method, "__wrapped__", method)).parameters)[1:]
+    parts = [f"{name}={namer.text(value)}" for name, value in zip(params, inst.args)]
+    parts += [f"{k}={namer.text(v)}" for k, v in inst.kwargs.items() if v is not None]
+    return ", ".join(parts)

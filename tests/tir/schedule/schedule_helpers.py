@@ -1,0 +1,46 @@
+"""Functions the schedule tests share, and a check that scheduling kept the numerics."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import mlckit
+from mlckit.script import tir as T
+
+
+@T.prim_func
+def mm_relu(
+    A: T.Buffer((128, 128), "float32"),
+    B: T.Buffer((128, 128), "float32"),
+    C: T.Buffer((128, 128), "float32"),
+):
+    Y = T.alloc_buffer((128, 128), "float32")
+    for i, j, k in T.grid(128, 128, 128):
+        with T.block("Y"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                Y[vi, vj] = T.float32(0)
+            Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+    for i, j in T.grid(128, 128):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
+
+
+def run(mod, *arrays, target: str = "python"):
+    """Run the module's only PrimFunc on copies of ``arrays``; return them (outputs filled)."""
+    lib = mlckit.build(mod, target)
+    (name,) = lib.function_names()
+    copies = [np.array(a, copy=True) for a in arrays]
+    lib[name](*copies)
+    return copies
+
+
+def assert_same_numerics(before, after, shapes, target: str = "python", seed: int = 0):
+    """Run both modules on the same random inputs; every buffer must end up equal."""
+    rng = np.random.default_rng(seed)
+    arrays = [rng.standard_normal(shape).astype("float32") for shape in shapes]
+    expected = run(before, *arrays)
+    actual = run(after, *arrays, target=target)
+    for e, a in zip(expected, actual):
+        np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-4)
