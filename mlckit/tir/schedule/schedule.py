@@ -351,7 +351,7 @@ class _Replace(StmtExprMutator):
         if value is self.old:
             self.done = True
             return self.new
-        if isinstance(value, S.Stmt) or isinstance(value, (tuple, list)):
+        if isinstance(value, (S.Stmt, tuple, list)):
             return super().visit(value)
         return value  # expressions never contain statements
 
