@@ -28,6 +28,7 @@ _LAZY_SUBMODULES = {
     "arith": "mlckit.arith",
     "tir": "mlckit.tir",
     "tirx": "mlckit.tir",
+    "s_tir": "mlckit.s_tir",
     "te": "mlckit.te",
     "topi": "mlckit.topi",
     "relax": "mlckit.relax",

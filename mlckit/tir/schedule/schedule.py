@@ -198,6 +198,10 @@ class Schedule:
     def get_block(self, name: str, func_name: str | None = None) -> BlockRV:
         return self._record("get_block", _get_block, (name,), {"func_name": func_name})
 
+    # Newer TVM spelling (tvm.s_tir.Schedule).
+    def get_sblock(self, name: str, func_name: str | None = None) -> BlockRV:
+        return self.get_block(name, func_name)
+
     def get_loops(self, block: BlockRV) -> list[LoopRV]:
         return self._record("get_loops", _get_loops, (block,), {})
 
