@@ -2,7 +2,7 @@
 
 from mlckit.ir import assert_structural_equal, structural_equal
 
-from . import analysis, op, schedule, stmt_functor
+from . import analysis, op, stmt_functor
 from .buffer import Buffer, BufferRegion, MatchBufferRegion, decl_buffer
 from .expr import (
     EQ,
@@ -58,7 +58,6 @@ from .op import (
     sqrt,
     tanh,
 )
-from .schedule import BlockRV, LoopRV, Schedule
 from .stmt import (
     Allocate,
     Block,
@@ -74,3 +73,14 @@ from .stmt import (
 )
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+
+
+def __getattr__(name: str):
+    # The schedule needs mlckit.arith, which itself imports mlckit.tir's expressions: load it on
+    # first use so that either package can be imported first.
+    if name in ("schedule", "Schedule", "BlockRV", "LoopRV"):
+        import importlib
+
+        module = importlib.import_module("mlckit.tir.schedule")
+        return module if name == "schedule" else getattr(module, name)
+    raise AttributeError(f"module 'mlckit.tir' has no attribute {name!r}")
