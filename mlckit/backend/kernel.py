@@ -24,6 +24,7 @@ from typing import Any
 from mlckit.errors import BuildError
 from mlckit.target import Target
 from mlckit.tir.function import PrimFunc
+from mlckit.tir.transform import lower_prim_func
 
 from .codegen import HELPER_DEPENDENCIES, HELPER_SOURCE, GeneratedFunction, generate_function
 
@@ -80,9 +81,9 @@ def _helpers_needed(generated: GeneratedFunction) -> list[str]:
 
 
 def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, GeneratedFunction]:
-    """The complete module text of one kernel for ``target``."""
+    """The complete module text of one kernel for ``target`` (after the TIR lowering passes)."""
     jit = target.kind == "llvm"
-    generated = generate_function(func, name, parallel=jit)
+    generated = generate_function(lower_prim_func(func), name, parallel=jit)
     lines = [
         f"# mlckit kernel {name!r} for target {target.kind}",
         "import math",

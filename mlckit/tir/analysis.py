@@ -203,3 +203,4 @@ __all__ = [
     "get_block_read_write_region",
     "infer_block_regions",
 ]
+from .footprint import footprint as footprint  # noqa: E402 (footprint.py imports this module)

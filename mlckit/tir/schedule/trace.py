@@ -4,8 +4,10 @@ replayable on a fresh schedule of the same function."""
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
+
+from mlckit.errors import ScheduleError
 
 if TYPE_CHECKING:
     from .schedule import Schedule
@@ -16,16 +18,14 @@ SAMPLING_KINDS = frozenset({"sample_perfect_tile", "sample_categorical", "sample
 
 @dataclass
 class Instruction:
-    """One step: the primitive's name, its arguments and what it returned."""
+    """One step: the primitive's name, its arguments, what it returned and, for a sampling
+    step, its decision (what it drew: tile sizes, a candidate's index, a location's index)."""
 
     kind: str
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     outputs: Any
-
-    @property
-    def decision(self) -> Any:
-        return self.outputs if self.kind in SAMPLING_KINDS else None
+    decision: Any = None
 
 
 @dataclass
@@ -37,6 +37,15 @@ class Trace:
 
     def copy(self) -> Trace:
         return Trace(list(self.instructions))
+
+    def with_decision(self, inst: Instruction, decision: Any) -> Trace:
+        """A copy of the trace in which the sampling step ``inst`` decides ``decision``; apply
+        it to a fresh schedule to explore a neighbour of this schedule."""
+        if inst.kind not in SAMPLING_KINDS:
+            raise ScheduleError(f"with_decision: {inst.kind} is not a sampling step")
+        if not any(step is inst for step in self.instructions):
+            raise ScheduleError("with_decision: the instruction is not in this trace")
+        return Trace([replace(step, decision=decision) if step is inst else step for step in self])
 
     def __len__(self) -> int:
         return len(self.instructions)
@@ -129,7 +138,13 @@ def _arguments(inst: Instruction, namer: _RVNamer) -> str:
     from .schedule import Schedule
 
     method = getattr(Schedule, inst.kind)
-    params = list(inspect.signature(getattr(method, "__wrapped__", method)).parameters)[1:]
-    parts = [f"{name}={namer.text(value)}" for name, value in zip(params, inst.args)]
+    params = list(inspect.signature(getattr(method, "__wrapped__", method)).parameters.values())
+    parts = []
+    for i, param in enumerate(params[1 : len(inst.args) + 1]):
+        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+            # Variadic handles print positionally, as TVM's do: sch.fuse(l1, l2)
+            parts += [namer.text(value) for value in inst.args[i:]]
+            break
+        parts.append(f"{param.name}={namer.text(inst.args[i])}")
     parts += [f"{k}={namer.text(v)}" for k, v in inst.kwargs.items() if v is not None]
     return ", ".join(parts)

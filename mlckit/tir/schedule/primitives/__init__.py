@@ -1,4 +1,14 @@
 """Schedule primitives, one module per family; importing a module registers its primitives
 as methods of :class:`mlckit.tir.schedule.Schedule`."""
 
-from . import loop_transformation
+from . import (
+    blockize,
+    cache,
+    compute_inline,
+    compute_location,
+    layout,
+    loop_transformation,
+    reduction,
+    rfactor,
+    sampling,
+)

@@ -1,4 +1,5 @@
-"""Loop transformations: ``split`` (this module is the pattern the other primitives follow).
+"""Loop transformations: ``split``, ``fuse``, ``reorder``; the loop kinds ``parallel``,
+``vectorize``, ``unroll`` and ``bind``; and ``annotate``/``unannotate`` of loops and blocks.
 
 A primitive is ``impl(sch, ...)`` registered with ``@primitive("name")``. It reads the current
 function through the schedule's handles (``sch.loop(rv)``, ``sch.block_realize(rv)``), builds
@@ -8,7 +9,9 @@ violated condition when it cannot apply (the schedule then rolls back by itself)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 from mlckit.arith import Analyzer
@@ -16,8 +19,9 @@ from mlckit.errors import ScheduleError
 
 from ... import expr as E
 from ... import stmt as S
-from ...stmt_functor import substitute
-from ..schedule import LoopRV, Schedule, primitive
+from ...analysis import collect_vars, expr_deep_equal
+from ...stmt_functor import StmtExprMutator, post_order_visit, substitute
+from ..schedule import BlockRV, LoopRV, Schedule, _walk_until_block, primitive
 
 
 @primitive("split")
@@ -101,6 +105,375 @@ def add_predicate(stmt: S.Stmt, condition: E.PrimExpr) -> S.Stmt:
             return op.with_fields(predicate=simplify(predicate))
 
     return AddPredicate().visit(stmt)
+
+
+@primitive("fuse")
+def fuse(sch: Schedule, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
+    """Fuse perfectly nested loops (outermost first) into one loop over their product.
+
+    ``for i in range(4): for j in range(8):`` becomes ``for i_j_fused in range(32):`` with
+    ``i = i_j_fused // 8`` and ``j = i_j_fused % 8`` substituted into the body. Block bindings
+    are simplified afterwards, which folds a unit-extent loop's iterator to 0 whatever
+    ``preserve_unit_iters`` says; the flag is accepted so TVM schedules run unchanged.
+    """
+    nodes = [sch.loop(rv) for rv in _loop_list("fuse", loops)]
+    if not nodes:
+        raise ScheduleError("fuse: give at least one loop to fuse")
+    for outer, inner in pairwise(nodes):
+        if outer.body is inner:
+            continue
+        if isinstance(outer.body, S.SeqStmt) and sch.parent_of(inner) is outer.body:
+            raise ScheduleError(
+                f"fuse: loop {_name(outer)} has other statements besides loop {_name(inner)}; "
+                "a loop can be fused only with the loop that is the whole of its body"
+            )
+        raise ScheduleError(
+            f"fuse: loop {_name(inner)} is not directly inside loop {_name(outer)}; give "
+            "adjacent nested loops, outermost first"
+        )
+    analyzer = Analyzer()
+    outer_vars: set[int] = set()
+    for node in nodes:
+        if node.annotations or node.thread_binding is not None:
+            raise ScheduleError(
+                f"fuse: loop {_name(node)} has annotations or a thread binding; only plain "
+                "loops can be fused"
+            )
+        if not analyzer.can_prove_equal(node.min, 0):
+            raise ScheduleError(f"fuse: loop {_name(node)} starts at {node.min}, not at 0")
+        # The fused extent is a product of the extents, so none may vary with an outer loop.
+        _check_independent("fuse", node, outer_vars)
+        outer_vars.add(id(node.loop_var))
+    dtype = nodes[0].loop_var.dtype
+    fused = E.Var("_".join(n.loop_var.name_hint for n in nodes) + "_fused", dtype)
+    extent = E.make_const(1, dtype)
+    for node in nodes:
+        extent = extent * node.extent
+    extent = analyzer.simplify(extent)
+    analyzer.bind(fused, E.Range.from_min_extent(E.make_const(0, dtype), extent))
+    values: dict[E.Var, E.PrimExpr] = {}
+    stride = E.make_const(1, dtype)
+    for node in reversed(nodes):
+        value: E.PrimExpr = E.FloorDiv(fused, stride)
+        if node is not nodes[0]:
+            value = E.FloorMod(value, node.extent)
+        values[node.loop_var] = analyzer.simplify(value)
+        stride = analyzer.simplify(stride * node.extent)
+    body = _SimplifyBindings(analyzer).visit(substitute(nodes[-1].body, values))
+    sch.replace(nodes[0], S.For(fused, E.make_const(0, dtype), extent, S.ForKind.SERIAL, body))
+    return LoopRV(fused)
+
+
+class _SimplifyBindings(StmtExprMutator):
+    """Simplifies block bindings and predicates, e.g. ``f // 8 * 8 + f % 8`` to ``f``."""
+
+    def __init__(self, analyzer: Analyzer):
+        self.analyzer = analyzer
+
+    def visit_block_realize_(self, op: S.BlockRealize) -> S.Stmt:
+        op = self.generic_visit(op)  # type: ignore[assignment]
+        return op.with_fields(
+            iter_values=tuple(self.analyzer.simplify(v) for v in op.iter_values),
+            predicate=self.analyzer.simplify(op.predicate),
+        )
+
+
+@primitive("reorder")
+def reorder(sch: Schedule, *ordered_loops: LoopRV) -> None:
+    """Put the given loops in the given order (outermost first) among themselves.
+
+    The loops must lie on one chain of perfectly nested loops under one block scope; loops
+    of the chain that are not named stay where they are. Every loop keeps its variable, so
+    the handles stay valid.
+    """
+    nodes = [sch.loop(rv) for rv in _loop_list("reorder", ordered_loops)]
+    given: set[int] = set()
+    for node in nodes:
+        if id(node) in given:
+            raise ScheduleError(
+                f"reorder: loop {_name(node)} appears more than once; each loop takes exactly "
+                "one place in the new order"
+            )
+        given.add(id(node))
+    if len(nodes) < 2:
+        return
+    chains = {id(node): [*sch.loops_above(node), node] for node in nodes}
+    deepest = max(nodes, key=lambda node: len(chains[id(node)]))
+    chain = chains[id(deepest)]
+    position = {id(loop): i for i, loop in enumerate(chain)}
+    for node in nodes:
+        if id(node) not in position:
+            raise ScheduleError(
+                f"reorder: loops {_name(node)} and {_name(deepest)} are not in one chain of "
+                "nested loops under the same block (neither is inside the other)"
+            )
+    span = chain[min(position[id(node)] for node in nodes) :]
+    for outer, inner in pairwise(span):
+        if outer.body is not inner:
+            raise ScheduleError(
+                f"reorder: loop {_name(outer)} has other statements besides loop {_name(inner)}; "
+                "the loops to reorder must be perfectly nested"
+            )
+    bottom = span[-1]
+    for realize in _walk_until_block(bottom.body):
+        for iv in realize.block.iter_vars:
+            if iv.iter_type not in (E.IterVarType.DataPar, E.IterVarType.CommReduce):
+                raise ScheduleError(
+                    f"reorder: block {realize.block.name_hint!r} under loop {_name(bottom)} has "
+                    f"the {_ITER_KIND[iv.iter_type]} iter var {iv.var.name_hint!r}, whose "
+                    "iterations must run in order; only loops over spatial and reduction iter "
+                    "vars can be reordered"
+                )
+    order = iter(nodes)
+    new_span = [next(order) if id(loop) in given else loop for loop in span]
+    body = bottom.body
+    inner_vars: set[int] = set()
+    for loop in reversed(new_span):
+        _check_independent("reorder", loop, inner_vars)
+        inner_vars.add(id(loop.loop_var))
+        body = loop.with_fields(body=body)
+    sch.replace(span[0], body)
+
+
+def _check_independent(kind: str, loop: S.For, others: set[int]) -> None:
+    """Raise when ``loop``'s range uses one of the loop variables ``others`` (by id)."""
+    for bound in (loop.min, loop.extent):
+        for var in collect_vars(bound):
+            if id(var) in others:
+                raise ScheduleError(
+                    f"{kind}: the range of loop {_name(loop)} depends on loop "
+                    f"{var.name_hint!r}, which would no longer be outside it"
+                )
+
+
+def _loop_list(kind: str, loops: Sequence[Any]) -> list[LoopRV]:
+    """The loop handles given one per argument, or as a single list (both spellings occur)."""
+    if len(loops) == 1 and isinstance(loops[0], (list, tuple)):
+        loops = loops[0]
+    for rv in loops:
+        if not isinstance(rv, LoopRV):
+            raise ScheduleError(f"{kind}: expected loop handles (LoopRV), got {rv!r}")
+    return list(loops)
+
+
+# ---------------------------------------------------------------------- loop kinds
+# TVM's thread tags: CUDA's block and thread indices and the virtual threads of vthread.
+_THREAD_AXIS = re.compile(r"(threadIdx|blockIdx)\.[xyz]|vthread(\.[xyz])?")
+
+_ITER_KIND = {
+    E.IterVarType.DataPar: "spatial",
+    E.IterVarType.ThreadIndex: "thread index",
+    E.IterVarType.CommReduce: "reduction",
+    E.IterVarType.Ordered: "scan",
+    E.IterVarType.Opaque: "opaque",
+}
+
+
+@primitive("parallel")
+def parallel(sch: Schedule, loop: LoopRV) -> None:
+    """Run ``loop``'s iterations in parallel threads (``T.parallel``; numba's ``prange``)."""
+    _set_kind(sch, "parallel", loop, S.ForKind.PARALLEL)
+
+
+@primitive("vectorize")
+def vectorize(sch: Schedule, loop: LoopRV) -> None:
+    """Mark ``loop`` for SIMD execution (``T.vectorized``)."""
+    _set_kind(sch, "vectorize", loop, S.ForKind.VECTORIZED)
+
+
+@primitive("unroll")
+def unroll(sch: Schedule, loop: LoopRV) -> None:
+    """Mark ``loop`` to be unrolled (``T.unroll``); any loop can be, its order is kept."""
+    node = sch.loop(loop)
+    sch.replace(node, node.with_fields(kind=S.ForKind.UNROLLED, thread_binding=None))
+
+
+@primitive("bind")
+def bind(sch: Schedule, loop: LoopRV, thread_axis: str) -> None:
+    """Bind ``loop`` to a GPU thread axis (``T.thread_binding(n, thread="threadIdx.x")``)."""
+    if not isinstance(thread_axis, str) or not _THREAD_AXIS.fullmatch(thread_axis):
+        raise ScheduleError(
+            f"bind: {thread_axis!r} is not a thread axis (loop {_name(sch.loop(loop))}); use "
+            "threadIdx.x/y/z, blockIdx.x/y/z or vthread"
+        )
+    _set_kind(sch, "bind", loop, S.ForKind.THREAD_BINDING, thread_axis)
+
+
+def _set_kind(
+    sch: Schedule, kind: str, loop: LoopRV, for_kind: S.ForKind, thread_axis: str | None = None
+) -> None:
+    """Give ``loop`` the kind ``for_kind`` once its iterations are shown to be independent."""
+    node = sch.loop(loop)
+    for realize in Schedule.walk_blocks(node.body):
+        problem = _dataflow_problem(sch, realize)
+        if problem is not None:
+            raise ScheduleError(
+                f"{kind}: block {realize.block.name_hint!r} under loop {_name(node)} {problem}, "
+                "so the loop's iterations may depend on each other"
+            )
+        _check_spatial_binding(kind, node, realize)
+    binding = None
+    if thread_axis is not None:
+        # Built exactly as the TVMScript parser builds T.thread_binding, so scripts round-trip.
+        binding = E.IterVar(
+            None, E.Var(thread_axis, node.loop_var.dtype), E.IterVarType.ThreadIndex, thread_axis
+        )
+    sch.replace(node, node.with_fields(kind=for_kind, thread_binding=binding))
+
+
+def _check_spatial_binding(kind: str, loop: S.For, realize: S.BlockRealize) -> None:
+    """Raise unless every iter var of the block that ``loop`` feeds is spatial."""
+    block = realize.block
+    for iv, value in zip(block.iter_vars, realize.iter_values):
+        if iv.iter_type == E.IterVarType.DataPar:
+            continue
+        if not any(var is loop.loop_var for var in collect_vars(value)):
+            continue
+        if iv.iter_type == E.IterVarType.CommReduce:
+            raise ScheduleError(
+                f"{kind}: loop {_name(loop)} is a reduction loop of block "
+                f"{block.name_hint!r} (it feeds the reduce iter var {iv.var.name_hint!r}), whose "
+                f"iterations accumulate into the same element; {kind} on a reduction loop "
+                "needs rfactor first (or reorder it inside a spatial loop)"
+            )
+        raise ScheduleError(
+            f"{kind}: loop {_name(loop)} feeds the {_ITER_KIND[iv.iter_type]} iter var "
+            f"{iv.var.name_hint!r} of block {block.name_hint!r}; only loops over spatial iter "
+            "vars can run their iterations independently"
+        )
+
+
+def _dataflow_problem(sch: Schedule, realize: S.BlockRealize) -> str | None:
+    """Why the block is neither complete nor a reduction block (TVM's compact dataflow), or
+    None. Both kinds are the only writer of their outputs and read an output only at the
+    element they write; a complete block has spatial iter vars only, a reduction block has a
+    T.init(), spatial and reduce iter vars, and writes at positions free of reduce vars."""
+    block = realize.block
+    shared = _shared_outputs(sch, realize)
+    if shared:
+        return f"is not the only block writing buffer {shared[0]!r}"
+    reduce_vars = set()
+    for iv in block.iter_vars:
+        if iv.iter_type == E.IterVarType.CommReduce:
+            reduce_vars.add(id(iv.var))
+        elif iv.iter_type != E.IterVarType.DataPar:
+            return f"has the {_ITER_KIND[iv.iter_type]} iter var {iv.var.name_hint!r}"
+    if reduce_vars and block.init is None:
+        return "has reduce iter vars but no T.init()"
+    for region in block.writes:
+        for rng in region.region:
+            for var in collect_vars(rng.min) + collect_vars(rng.extent):
+                if id(var) in reduce_vars:
+                    return (
+                        f"writes buffer {region.buffer.name!r} at a position that depends "
+                        f"on the reduce iter var {var.name_hint!r}"
+                    )
+    return _reads_other_output_element(block)
+
+
+def _reads_other_output_element(block: S.Block) -> str | None:
+    """Whether the body loads an output buffer anywhere but at the element it stores to
+    (``B[vi] = B[vi - 1] + A[vi]``): then one iteration needs another's result. Read regions
+    leave written buffers out, so this looks at the loads and stores themselves."""
+    stores: dict[int, list[tuple[E.PrimExpr, ...]]] = {}
+    loads: list[E.BufferLoad] = []
+
+    def collect(node: Any) -> None:
+        if isinstance(node, S.BufferStore):
+            stores.setdefault(id(node.buffer), []).append(node.indices)
+        elif isinstance(node, E.BufferLoad):
+            loads.append(node)
+
+    post_order_visit(block.body, collect)
+    for load in loads:
+        written = stores.get(id(load.buffer))
+        if written is None:
+            continue
+        if not any(_same_indices(load.indices, indices) for indices in written):
+            return (
+                f"reads {load.script()} of buffer {load.buffer.name!r}, which it also writes "
+                "at another element"
+            )
+    return None
+
+
+def _same_indices(a: Sequence[E.PrimExpr], b: Sequence[E.PrimExpr]) -> bool:
+    return len(a) == len(b) and all(expr_deep_equal(x, y) for x, y in zip(a, b))
+
+
+def _shared_outputs(sch: Schedule, realize: S.BlockRealize) -> list[str]:
+    """The buffers ``realize``'s block writes that another block of its scope writes too."""
+    scope: S.Stmt | None = sch.parent_of(realize)
+    while scope is not None and not isinstance(scope, S.Block):
+        scope = sch.parent_of(scope)
+    siblings = _walk_until_block(sch.func.body if scope is None else scope.body)
+    written = {id(region.buffer): region.buffer.name for region in realize.block.writes}
+    shared = []
+    for other in siblings:
+        if other is realize:
+            continue
+        for region in other.block.writes:
+            if id(region.buffer) in written:
+                shared.append(written[id(region.buffer)])
+    return shared
+
+
+# ---------------------------------------------------------------------- annotations
+@primitive("annotate")
+def annotate(sch: Schedule, block_or_loop: BlockRV | LoopRV, ann_key: str, ann_val: Any) -> None:
+    """Attach ``ann_key: ann_val`` to a loop or a block (``annotations={...}`` on the loop,
+    ``T.block_attr({...})`` in the block); later passes and the code generator read them."""
+    node = _annotatable(sch, "annotate", block_or_loop)
+    if not isinstance(ann_key, str) or not ann_key:
+        raise ScheduleError(
+            f"annotate: the annotation key {ann_key!r} of {_describe(node)} must be a "
+            "non-empty string"
+        )
+    value = _annotation_value(ann_val, f"annotation {ann_key!r} of {_describe(node)}")
+    sch.replace(node, node.with_fields(annotations={**node.annotations, ann_key: value}))
+
+
+@primitive("unannotate")
+def unannotate(sch: Schedule, block_or_loop: BlockRV | LoopRV, ann_key: str) -> None:
+    """Remove the annotation ``ann_key`` from a loop or a block."""
+    node = _annotatable(sch, "unannotate", block_or_loop)
+    if ann_key not in node.annotations:
+        existing = ", ".join(map(repr, node.annotations)) or "none"
+        raise ScheduleError(
+            f"unannotate: {_describe(node)} has no annotation {ann_key!r} (it has: {existing})"
+        )
+    annotations = {k: v for k, v in node.annotations.items() if k != ann_key}
+    sch.replace(node, node.with_fields(annotations=annotations))
+
+
+def _annotatable(sch: Schedule, kind: str, rv: BlockRV | LoopRV) -> S.Block | S.For:
+    if isinstance(rv, BlockRV):
+        return sch.block_realize(rv).block
+    if isinstance(rv, LoopRV):
+        return sch.loop(rv)
+    raise ScheduleError(f"{kind}: expected a block or loop handle, got {rv!r}")
+
+
+def _annotation_value(value: Any, where: str) -> Any:
+    """``value`` as stored in annotations: what TVMScript can print and parse back."""
+    if isinstance(value, (bool, str, float, E.PrimExpr)):
+        return value
+    if isinstance(value, int):
+        return int(value)  # a sampled ExprRV is stored as the number it is
+    if isinstance(value, (list, tuple)):
+        return type(value)(_annotation_value(v, where) for v in value)
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {k: _annotation_value(v, where) for k, v in value.items()}
+    raise ScheduleError(
+        f"annotate: the value {value!r} of the {where} is a {type(value).__name__}; use a "
+        "string, a number, a PrimExpr, or lists and string-keyed dicts of them"
+    )
+
+
+def _describe(node: S.Block | S.For) -> str:
+    if isinstance(node, S.Block):
+        return f"block {node.name_hint!r}"
+    return f"loop {_name(node)}"
 
 
 def _is_true(expr: E.PrimExpr) -> bool:

@@ -1,0 +1,362 @@
+"""The default CPU schedule: a few readable rules that make unscheduled kernels fast.
+
+In the spirit of TVM's dlight, each rule looks at one block's structure and, when it
+recognizes it, applies a fixed recipe of schedule primitives:
+
+* **inline**: an elementwise block writing an intermediate buffer is inlined into its
+  consumers (``Z = Y + b; R = max(Z, 0)`` becomes ``R = max(Y + b, 0)``): one pass, no buffer.
+* **matmul** (``C[.., i, j] += A[.., i, k] * B[.., k, j]``, B contiguous along j): tiles of
+  (16, 64, 4), the reduction loop outside the contiguous loop j (i-k-j order in a tile), an
+  accumulator tile (``cache_write`` to "local", which buffer compaction allocates inside the
+  tile loop), ``parallel`` on the fused outer tile loops, ``vectorize`` on j.
+* **dense** (``C[i, j] += A[i, k] * B[j, k]``, both inputs contiguous along k): a 2x4 block of
+  dot products (1x4 when the row count is dynamic) accumulated in a local tile while k runs
+  innermost; vectorizing a float sum
+  reorders its additions, so this rule turns on the function attribute "fastmath".
+* **elementwise**: the last (contiguous) loop split by a vector width and ``vectorize``d, the
+  loops outside it fused and run in ``parallel``.
+* **row reduction** (the reduction loops innermost): ``parallel`` on the fused spatial loops.
+
+Blocks no rule recognizes are left as they are. Loop extents known at compile time decide the
+tile sizes (always literal, dividing the extent, so no partial tile needs a guard); a dynamic
+extent (a batch size ``n``) is left unsplit. ``parallel`` is only used where the known work is
+large enough to pay for starting threads (about a microsecond).
+
+``default_schedule(func_or_mod)`` applies the rules; ``DefaultSchedule()`` is the module pass
+that applies them to every PrimFunc without the attribute ``tir.is_scheduled`` and sets it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from mlckit.errors import ScheduleError
+from mlckit.ir import transform
+from mlckit.ir.module import BaseFunc, IRModule
+
+from .. import expr as E
+from .. import stmt as S
+from ..function import PrimFunc
+from .schedule import BlockRV, LoopRV, Schedule
+
+# Work (iterations known at compile time) below which threads cost more than they save.
+PARALLEL_MIN_WORK = 1 << 14
+# Vector widths to try for an innermost loop, widest first (float32: 16 is one AVX-512 register).
+VECTOR_LANES = (64, 32, 16, 8, 4)
+MATMUL_TILES = {"i": (16, 8, 4, 2), "j": (64, 32, 16, 8, 4), "k": (4, 2)}
+DENSE_TILE = (2, 4)  # rows x columns of dot products computed together
+
+Rule = Callable[[Schedule, BlockRV], bool]
+
+
+# ---------------------------------------------------------------------- block structure
+@dataclass
+class _Nest:
+    """A block alone under its loops, each loop bound to exactly one iter var."""
+
+    block: S.Block
+    loops: list[S.For]
+    loop_rvs: list[LoopRV]
+    # For each iter var (by id of its Var), the index of its loop in ``loops``.
+    loop_of: dict[int, int]
+
+    def extent(self, i: int) -> int | None:
+        ext = self.loops[i].extent
+        return ext.value if isinstance(ext, E.IntImm) else None
+
+    def known_work(self) -> int:
+        """The product of the loop extents known at compile time."""
+        work = 1
+        for i in range(len(self.loops)):
+            work *= self.extent(i) or 1
+        return work
+
+
+def _nest(sch: Schedule, block: BlockRV) -> _Nest | None:
+    """``block``'s loop nest when it is simple enough for the rules, else None."""
+    realize = sch.block_realize(block)
+    loops = sch.loops_above(realize)
+    if not loops or not _only_block_under(loops[0], realize):
+        return None
+    position = {id(loop.loop_var): n for n, loop in enumerate(loops)}
+    loop_of: dict[int, int] = {}
+    for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+        if not isinstance(value, E.Var) or id(value) not in position:
+            return None
+        loop_of[id(iv.var)] = position[id(value)]
+    if len(set(loop_of.values())) != len(loops) or not _is_true(realize.predicate):
+        return None
+    if any(loop.kind != S.ForKind.SERIAL for loop in loops):
+        return None  # somebody scheduled it already
+    rvs = [LoopRV(loop.loop_var) for loop in loops]
+    return _Nest(realize.block, loops, rvs, loop_of)
+
+
+def _only_block_under(loop: S.For, realize: S.BlockRealize) -> bool:
+    node: S.Stmt = loop
+    while isinstance(node, S.For):
+        node = node.body
+    return node is realize
+
+
+def _is_true(expr: E.PrimExpr) -> bool:
+    return isinstance(expr, E.IntImm) and bool(expr.value)
+
+
+def _is_spatial(block: S.Block) -> bool:
+    return all(iv.iter_type == E.IterVarType.DataPar for iv in block.iter_vars)
+
+
+def _reduce_vars(block: S.Block) -> list[E.Var]:
+    return [iv.var for iv in block.iter_vars if iv.iter_type == E.IterVarType.CommReduce]
+
+
+def _var_indices(load: E.BufferLoad | S.BufferStore) -> list[int] | None:
+    """The ids of the index variables, when every index is a plain variable."""
+    if not all(isinstance(i, E.Var) for i in load.indices):
+        return None
+    return [id(i) for i in load.indices]
+
+
+def _loads(expr: E.PrimExpr) -> list[E.BufferLoad]:
+    from ..stmt_functor import post_order_visit
+
+    found: list[E.BufferLoad] = []
+    post_order_visit(expr, lambda n: found.append(n) if isinstance(n, E.BufferLoad) else None)
+    return found
+
+
+@dataclass
+class _Contraction:
+    """``C[..., i, j] += A[..., i, k] * B[..., k, j]`` (or ``B[..., j, k]``), by iter var ids."""
+
+    i: int
+    j: int
+    k: int
+    b_contiguous_in_j: bool
+
+
+def _contraction(block: S.Block) -> _Contraction | None:
+    """The matmul pattern of a reduction block, read off its store's indices."""
+    store = block.body
+    reduce = _reduce_vars(block)
+    if not isinstance(store, S.BufferStore) or len(reduce) != 1 or block.init is None:
+        return None
+    out = _var_indices(store)
+    if out is None or len(out) < 2:
+        return None
+    inputs = [load for load in _loads(store.value) if load.buffer is not store.buffer]
+    if len(inputs) != 2:
+        return None
+    i, j, k = out[-2], out[-1], id(reduce[0])
+    for a, b in (inputs, inputs[::-1]):
+        a_idx, b_idx = _var_indices(a), _var_indices(b)
+        if a_idx is None or b_idx is None or len(a_idx) < 2 or len(b_idx) < 2:
+            continue
+        if a_idx[-2:] != [i, k]:
+            continue
+        if b_idx[-2:] == [k, j]:
+            return _Contraction(i, j, k, b_contiguous_in_j=True)
+        if b_idx[-2:] == [j, k]:
+            return _Contraction(i, j, k, b_contiguous_in_j=False)
+    return None
+
+
+def _factor(extent: int | None, choices: Sequence[int]) -> int | None:
+    """The first of ``choices`` that divides ``extent`` (and is smaller), or None."""
+    if extent is None:
+        return None
+    return next((c for c in choices if extent % c == 0 and c < extent), None)
+
+
+def _split(sch: Schedule, loop: LoopRV, factor: int | None) -> tuple[LoopRV | None, LoopRV]:
+    """(outer, inner) of ``loop`` split by ``factor``; no outer loop when there is no factor."""
+    if factor is None:
+        return None, loop
+    outer, inner = sch.split(loop, [None, factor])
+    return outer, inner
+
+
+# ---------------------------------------------------------------------- the rules
+def inline_elementwise(sch: Schedule, block: BlockRV) -> bool:
+    """Inline a spatial block that writes an intermediate buffer into its consumers."""
+    realize = sch.block_realize(block)
+    store = realize.block.body
+    if not _is_spatial(realize.block) or not isinstance(store, S.BufferStore):
+        return False
+    if any(store.buffer is buf for buf in sch.func.buffer_map.values()):
+        return False  # a function output stays
+    if not sch.get_consumers(block):
+        return False
+    sch.compute_inline(block)
+    return True
+
+
+def schedule_matmul(sch: Schedule, block: BlockRV) -> bool:
+    """Tile for cache, i-k-j order, local accumulator tile, parallel outer, vectorized j."""
+    nest = _nest(sch, block)
+    if nest is None:
+        return False
+    pattern = _contraction(nest.block)
+    if pattern is None or not pattern.b_contiguous_in_j:
+        return False
+    i, j, k = (nest.loop_of[v] for v in (pattern.i, pattern.j, pattern.k))
+    if k != len(nest.loops) - 1 or (i, j) != (k - 2, k - 1):
+        return False
+    outer = nest.loop_rvs[:i]
+    i0, i1 = _split(sch, nest.loop_rvs[i], _factor(nest.extent(i), MATMUL_TILES["i"]))
+    j0, j1 = _split(sch, nest.loop_rvs[j], _factor(nest.extent(j), MATMUL_TILES["j"]))
+    k0, k1 = _split(sch, nest.loop_rvs[k], _factor(nest.extent(k), MATMUL_TILES["k"]))
+    tiles = [rv for rv in (*outer, i0, j0) if rv is not None]
+    order = [*tiles, *(rv for rv in (k0, i1, k1) if rv is not None), j1]
+    sch.reorder(*order)
+    if tiles:
+        accumulator = sch.cache_write(block, 0, "local")
+        sch.reverse_compute_at(accumulator, tiles[-1])
+    _parallel(sch, tiles, nest.known_work())
+    sch.vectorize(j1)
+    sch.decompose_reduction(block, k0 if k0 is not None else k1)
+    return True
+
+
+def schedule_dense(sch: Schedule, block: BlockRV) -> bool:
+    """A 2x4 block of dot products in a local tile, k innermost, parallel outer, fastmath."""
+    nest = _nest(sch, block)
+    if nest is None:
+        return False
+    pattern = _contraction(nest.block)
+    if pattern is None or pattern.b_contiguous_in_j:
+        return False
+    i, j, k = (nest.loop_of[v] for v in (pattern.i, pattern.j, pattern.k))
+    if k != len(nest.loops) - 1 or (i, j) != (k - 2, k - 1):
+        return False
+    rows, cols = DENSE_TILE
+    i0, i1 = _split(sch, nest.loop_rvs[i], _factor(nest.extent(i), (rows,)))
+    j0, j1 = _split(sch, nest.loop_rvs[j], _factor(nest.extent(j), (cols,)))
+    # A loop that cannot be tiled (a dynamic batch) becomes a tile loop of one row or column.
+    tiles = [*nest.loop_rvs[:i], i0 or i1, j0 or j1]
+    sch.reorder(*tiles, nest.loop_rvs[k], *(rv for rv in (i1, j1) if rv not in tiles))
+    accumulator = sch.cache_write(block, 0, "local")
+    sch.reverse_compute_at(accumulator, tiles[-1])
+    for rv in (i1, j1):
+        if rv not in tiles:
+            sch.unroll(rv)
+    _parallel(sch, tiles, nest.known_work())
+    sch.decompose_reduction(block, nest.loop_rvs[k])
+    # The dot products vectorize only when LLVM may reorder the float additions.
+    sch.set_func(sch.func.with_attr("fastmath", True))
+    return True
+
+
+def schedule_elementwise(sch: Schedule, block: BlockRV) -> bool:
+    """Vectorize the last loop (split by a vector width), fuse the others and run them in
+    parallel."""
+    nest = _nest(sch, block)
+    if nest is None or not _is_spatial(nest.block):
+        return False
+    *outer, last = nest.loop_rvs
+    extent = nest.extent(len(nest.loops) - 1)
+    if extent is None:
+        # The contiguous loop's length is only known at run time: no literal vector width.
+        _parallel(sch, nest.loop_rvs, nest.known_work())
+        return True
+    lanes = _factor(extent, VECTOR_LANES)
+    if lanes is not None:
+        last_outer, last = sch.split(last, [None, lanes])
+        outer.append(last_outer)
+    _parallel(sch, outer, nest.known_work())
+    sch.vectorize(last)
+    return True
+
+
+def schedule_row_reduction(sch: Schedule, block: BlockRV) -> bool:
+    """Reduction loops innermost: run the spatial loops (fused) in parallel."""
+    nest = _nest(sch, block)
+    if nest is None or _is_spatial(nest.block):
+        return False
+    reduce = {nest.loop_of[id(v)] for v in _reduce_vars(nest.block)}
+    spatial = [rv for n, rv in enumerate(nest.loop_rvs) if n not in reduce]
+    if not spatial or max(n for n in range(len(nest.loops)) if n not in reduce) > min(reduce):
+        return False
+    _parallel(sch, spatial, nest.known_work())
+    return True
+
+
+def _parallel(sch: Schedule, loops: Sequence[LoopRV], work: int) -> None:
+    if not loops or work < PARALLEL_MIN_WORK:
+        return
+    fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
+    sch.parallel(fused)
+
+
+INLINE_RULES: list[Rule] = [inline_elementwise]
+LOOP_RULES: list[Rule] = [
+    schedule_matmul,
+    schedule_dense,
+    schedule_row_reduction,
+    schedule_elementwise,
+]
+
+
+# ---------------------------------------------------------------------- driver
+def _try(sch: Schedule, rule: Rule, block: BlockRV) -> Schedule:
+    """``sch`` after ``rule`` on ``block``; unchanged when the rule does not apply or fails."""
+    attempt = sch.copy()
+    try:
+        return attempt if rule(attempt, block) else sch
+    except ScheduleError:
+        return sch
+
+
+def _block_names(sch: Schedule) -> list[str]:
+    return [realize.block.name_hint for realize in sch.walk_blocks(sch.func.body)]
+
+
+def schedule_prim_func(func: PrimFunc) -> PrimFunc:
+    """``func`` with the default rules applied to each of its blocks."""
+    sch = Schedule(func)
+    for rules in (INLINE_RULES, LOOP_RULES):
+        for name in _block_names(sch):
+            if name not in _block_names(sch):
+                continue  # inlined by an earlier step
+            for rule in rules:
+                after = _try(sch, rule, BlockRV(name))
+                if after is not sch:
+                    sch = after
+                    break
+    return sch.func.with_attr("tir.is_scheduled", True)
+
+
+def default_schedule(func_or_mod: PrimFunc | IRModule) -> PrimFunc | IRModule:
+    """Apply the default CPU schedule to a PrimFunc, or to every unscheduled PrimFunc of a
+    module (those without the attribute ``tir.is_scheduled``)."""
+    if isinstance(func_or_mod, PrimFunc):
+        return schedule_prim_func(func_or_mod)
+    return DefaultSchedule()(func_or_mod)
+
+
+def _needs_schedule(func: BaseFunc) -> bool:
+    return isinstance(func, PrimFunc) and not func.attrs.get("tir.is_scheduled")
+
+
+@transform.function_pass_for(_needs_schedule)(opt_level=0, name="tir.DefaultSchedule")
+class DefaultSchedule:
+    """Module pass: the default CPU schedule for every PrimFunc nobody scheduled."""
+
+    def transform_function(
+        self, func: PrimFunc, mod: IRModule, ctx: transform.PassContext
+    ) -> PrimFunc:
+        return schedule_prim_func(func)
+
+
+__all__ = [
+    "DefaultSchedule",
+    "default_schedule",
+    "inline_elementwise",
+    "schedule_dense",
+    "schedule_elementwise",
+    "schedule_matmul",
+    "schedule_prim_func",
+    "schedule_row_reduction",
+]

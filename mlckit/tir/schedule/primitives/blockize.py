@@ -1,0 +1,237 @@
+"""``blockize``: wrap the loops under a loop, and the block they hold, into a new outer block.
+
+After ``split(j, [None, 4])`` a block bound to ``vj = j_0 * 4 + j_1`` can be blockized at
+``j_1``: the new block ``Y_o`` iterates over tiles (``vj_o = j_0``, extent 32) and holds the
+loop ``j_1`` with the original block, now bound to ``vj_i = j_1`` and indexing with
+``vj_o * 4 + vj_i``. The outer block's regions are the tiles the inner loops touch; that is
+the unit tensorize replaces by a hardware intrinsic.
+
+Each binding must split into a part that uses only the loops above the target loop and a part
+that uses only the target loop and the loops under it, the latter ranging over ``[0, c)`` and
+the former a multiple of ``c`` (``outer * c + inner``); other bindings are an error.
+"""
+
+from __future__ import annotations
+
+from mlckit.arith import Analyzer
+from mlckit.errors import ScheduleError
+
+from ... import expr as E
+from ... import stmt as S
+from ...stmt_functor import substitute
+from ..schedule import BlockRV, LoopRV, Schedule, primitive
+from .block_scope import (
+    child_blocks,
+    loop_range,
+    path_to,
+    relax_region,
+    unique_block_name,
+    used_vars,
+)
+
+
+@primitive("blockize")
+def blockize(sch: Schedule, target_loop: LoopRV) -> BlockRV:
+    """Make the subtree of ``target_loop`` a new block ``<block>_o``; returns it."""
+    loop = sch.loop(target_loop)
+    lname = repr(loop.loop_var.name_hint)
+    realizes = list(child_blocks(loop))
+    if len(realizes) != 1:
+        raise ScheduleError(
+            f"blockize: loop {lname} must contain exactly one block, it contains {len(realizes)}"
+        )
+    realize = realizes[0]
+    block = realize.block
+    path = path_to(sch, realize)
+    between = path[path.index(loop) : -1]
+    for node in between:
+        if not isinstance(node, S.For):
+            raise ScheduleError(
+                f"blockize: only loops may stand between loop {lname} and block "
+                f"{block.name_hint!r}, found a {type(node).__name__}"
+            )
+    inner_loops: list[S.For] = between
+    inner_ids = {id(lp.loop_var) for lp in inner_loops}
+    inner_dom = {lp.loop_var: loop_range(lp) for lp in inner_loops}
+    analyzer = Analyzer()
+
+    outer_iters: list[E.IterVar] = []
+    outer_values: list[E.PrimExpr] = []
+    inner_iters: list[E.IterVar] = []
+    inner_values: list[E.PrimExpr] = []
+    sub: dict[E.Var, E.PrimExpr] = {}
+    for iv, value in zip(block.iter_vars, realize.iter_values):
+        outer, inner, extent = _divide(analyzer, iv, value, inner_ids, inner_dom, block, lname)
+        name, dtype = iv.var.name_hint, iv.var.dtype
+        zero = E.make_const(0, dtype)
+        if inner is None:
+            outer_var = E.Var(f"{name}_o", dtype)
+            outer_iters.append(E.IterVar(iv.dom, outer_var, iv.iter_type))
+            outer_values.append(value)
+            sub[iv.var] = outer_var
+            continue
+        outer_extent = analyzer.simplify(E.FloorDiv(iv.dom.extent, extent))
+        outer_var = E.Var(f"{name}_o", dtype)
+        inner_var = E.Var(f"{name}_i", dtype)
+        outer_iters.append(
+            E.IterVar(E.Range.from_min_extent(zero, outer_extent), outer_var, iv.iter_type)
+        )
+        outer_values.append(outer if outer is not None else zero)
+        inner_iters.append(
+            E.IterVar(E.Range.from_min_extent(zero, extent), inner_var, iv.iter_type)
+        )
+        inner_values.append(inner)
+        sub[iv.var] = inner_var if outer is None else outer_var * extent + inner_var
+
+    outer_pred, inner_pred = _split_predicate(realize.predicate, inner_ids)
+    moved = substitute(block, sub)
+    has_outer_reduction = block.init is not None and any(
+        iv.iter_type == E.IterVarType.CommReduce for iv in outer_iters
+    )
+    # The inner block no longer starts the reduction (the outer block's init does), so it
+    # reads what it accumulates into, as TVM records it.
+    inner_block = moved.with_fields(
+        iter_vars=tuple(inner_iters),
+        init=None,
+        reads=(*moved.writes, *moved.reads) if has_outer_reduction else moved.reads,
+    )
+    inner_realize = S.BlockRealize(inner_values, inner_pred, inner_block)
+    body: S.Stmt = inner_realize
+    for lp in reversed(inner_loops):
+        body = lp.with_fields(body=body)
+    iter_dom = {iv.var: iv.dom for iv in inner_iters}
+    for iv in outer_iters:
+        analyzer.bind(iv.var, iv.dom)
+    init = None
+    if moved.init is not None:
+        init = _outer_init(moved.init, inner_realize, inner_loops, sch, block.name_hint)
+    name = unique_block_name(sch, f"{block.name_hint}_o")
+    outer_block = S.Block(
+        outer_iters,
+        [relax_region(r, {}, iter_dom, analyzer) for r in moved.reads],
+        [relax_region(r, {}, iter_dom, analyzer) for r in moved.writes],
+        name,
+        body,
+        init,
+    )
+    sch.replace(loop, S.BlockRealize(outer_values, outer_pred, outer_block))
+    return BlockRV(name)
+
+
+def _divide(
+    analyzer: Analyzer,
+    iv: E.IterVar,
+    value: E.PrimExpr,
+    inner_ids: set[int],
+    inner_dom: dict[E.Var, E.Range],
+    block: S.Block,
+    lname: str,
+) -> tuple[E.PrimExpr | None, E.PrimExpr | None, E.PrimExpr]:
+    """``value`` as ``outer * extent + inner``: (outer or None, inner or None, extent)."""
+
+    def fail(why: str) -> ScheduleError:
+        return ScheduleError(
+            f"blockize: the binding {iv.var.name_hint} = {value.script()} of block "
+            f"{block.name_hint!r} cannot be divided at loop {lname} into "
+            f"outer * c + inner (loops above {lname} / loops from {lname} down): {why}"
+        )
+
+    outer_terms: list[E.PrimExpr] = []
+    inner_terms: list[E.PrimExpr] = []
+    for term in _terms(analyzer.simplify(value)):
+        uses = used_vars(term)
+        if not uses & inner_ids:
+            outer_terms.append(term)
+        elif uses <= inner_ids:
+            inner_terms.append(term)
+        else:
+            raise fail(f"the term {term.script()} mixes both")
+    outer = _sum(outer_terms)
+    if not inner_terms:
+        return outer, None, E.make_const(1, value.dtype)
+    inner = _sum(inner_terms)
+    bounds = analyzer.int_set(inner, inner_dom)
+    if bounds.min_value is None or bounds.max_value is None:
+        raise fail(f"the inner part {inner.script()} has no bounds")
+    if not analyzer.can_prove_equal(bounds.min_value, 0):
+        raise fail(f"the inner part {inner.script()} does not start at 0")
+    extent = analyzer.simplify(bounds.max_value + 1)
+    if not analyzer.can_prove_equal(E.FloorMod(iv.dom.extent, extent), 0):
+        raise fail(
+            f"the inner part covers {extent.script()} values, which does not divide the "
+            f"extent {iv.dom.extent.script()}"
+        )
+    if outer is None:
+        return None, inner, extent
+    quotient = analyzer.simplify(E.FloorDiv(outer, extent))
+    if not analyzer.can_prove_equal(quotient * extent, outer):
+        raise fail(f"the outer part {outer.script()} is not a multiple of {extent.script()}")
+    return quotient, inner, extent
+
+
+def _terms(expr: E.PrimExpr) -> list[E.PrimExpr]:
+    if isinstance(expr, E.Add):
+        return _terms(expr.a) + _terms(expr.b)
+    return [expr]
+
+
+def _sum(terms: list[E.PrimExpr]) -> E.PrimExpr | None:
+    if not terms:
+        return None
+    total = terms[0]
+    for term in terms[1:]:
+        total = total + term
+    return total
+
+
+def _split_predicate(pred: E.PrimExpr, inner_ids: set[int]) -> tuple[E.PrimExpr, E.PrimExpr]:
+    """The conjuncts of ``pred`` on outer loops only (for the outer block) and the rest."""
+    outer: list[E.PrimExpr] = []
+    inner: list[E.PrimExpr] = []
+    stack = [pred]
+    while stack:
+        cond = stack.pop()
+        if isinstance(cond, E.And):
+            stack.extend([cond.b, cond.a])
+        elif isinstance(cond, E.IntImm) and cond.value == 1:
+            continue
+        else:
+            (inner if used_vars(cond) & inner_ids else outer).append(cond)
+
+    def conj(conds: list[E.PrimExpr]) -> E.PrimExpr:
+        result: E.PrimExpr = E.const(True, "bool")
+        for i, cond in enumerate(conds):
+            result = cond if i == 0 else E.And(result, cond)
+        return result
+
+    return conj(outer), conj(inner)
+
+
+def _outer_init(
+    init: S.Stmt,
+    inner_realize: S.BlockRealize,
+    inner_loops: list[S.For],
+    sch: Schedule,
+    name: str,
+) -> S.Stmt:
+    """The outer block's init: the old init in a block ``<name>_init`` over the inner spatial
+    iter vars it uses, under copies of the inner loops those are bound to."""
+    inner = inner_realize.block
+    subst: dict[E.Var, E.PrimExpr] = {}
+    iters, values = [], []
+    init_uses = used_vars(init)
+    for iv, value in zip(inner.iter_vars, inner_realize.iter_values):
+        if iv.iter_type == E.IterVarType.DataPar and id(iv.var) in init_uses:
+            new = E.IterVar(iv.dom, E.Var(f"{iv.var.name_hint}_init", iv.var.dtype), iv.iter_type)
+            subst[iv.var] = new.var
+            iters.append(new)
+            values.append(value)
+    block = S.Block(iters, [], inner.writes, unique_block_name(sch, f"{name}_init"), init)
+    stmt: S.Stmt = S.BlockRealize(values, inner_realize.predicate, block)
+    bound = used_vars(values)
+    for lp in reversed(inner_loops):
+        if id(lp.loop_var) in bound:
+            new_var = E.Var(lp.loop_var.name_hint, lp.loop_var.dtype)
+            subst[lp.loop_var] = new_var
+            stmt = lp.with_fields(loop_var=new_var, body=stmt)
+    return substitute(stmt, subst)

@@ -1,0 +1,400 @@
+"""Compute location: ``compute_at`` and ``reverse_compute_at``, and the tree edits that the
+block primitives (these two, ``compute_inline``, ``decompose_reduction``) share.
+
+Both primitives move a block under a loop of a block it depends on and regenerate the moved
+block's loops so that, per iteration of that loop, it covers exactly the region the other
+side needs (``compute_at``: what the consumers read) or provides (``reverse_compute_at``: what
+the producers write). They are one mechanism, :func:`_move_under_loop`, seen from either end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from mlckit.arith import Analyzer
+from mlckit.errors import ScheduleError
+
+from ... import expr as E
+from ... import stmt as S
+from ...analysis import collect_vars
+from ...buffer import BufferRegion
+from ...stmt_functor import StmtExprMutator
+from ..schedule import BlockRV, LoopRV, Schedule, _path_to, _walk_until_block, primitive
+from .block_scope import insert_stmt, loop_range, relax_region, scope_block
+
+Edit = Callable[[S.Stmt], list[S.Stmt]]
+
+
+@primitive("compute_at")
+def compute_at(
+    sch: Schedule,
+    block: BlockRV,
+    loop: LoopRV,
+    preserve_unit_loops: bool = False,
+    index: int = -1,
+) -> None:
+    """Move the producer ``block`` under ``loop`` of its consumers.
+
+    Per iteration of ``loop`` the block computes just the region its consumers under ``loop``
+    read: its new loops (``ax0``, ``ax1``, ...) run over that region, and its iter vars are
+    bound to ``region min + loop var``. Loops of extent 1 are left out unless
+    ``preserve_unit_loops``. ``index`` picks the position among the statements of ``loop``'s
+    body: -1 (default) the last legal one (just before the first consumer), -2 the first.
+    """
+    _move_under_loop(sch, "compute_at", block, loop, preserve_unit_loops, index)
+
+
+@primitive("reverse_compute_at")
+def reverse_compute_at(
+    sch: Schedule,
+    block: BlockRV,
+    loop: LoopRV,
+    preserve_unit_loops: bool = False,
+    index: int = -1,
+) -> None:
+    """Move the consumer ``block`` under ``loop`` of its producers.
+
+    Per iteration of ``loop`` the block computes just the region its producers under ``loop``
+    have written; ``index`` -1 (default) puts it at the last legal position (after the
+    producers, at the end of the loop body unless a consumer of its own follows).
+    """
+    _move_under_loop(sch, "reverse_compute_at", block, loop, preserve_unit_loops, index)
+
+
+# ---------------------------------------------------------------------- the shared mechanism
+def _move_under_loop(
+    sch: Schedule,
+    kind: str,
+    block_rv: BlockRV,
+    loop_rv: LoopRV,
+    preserve_unit_loops: bool,
+    index: int,
+) -> None:
+    forward = kind == "compute_at"
+    realize = sch.block_realize(block_rv)
+    block = realize.block
+    target = sch.loop(loop_rv)
+    name, loop_name = repr(block.name_hint), repr(target.loop_var.name_hint)
+    if any(loop is target for loop in sch.loops_above(realize)):
+        raise ScheduleError(
+            f"{kind}: loop {loop_name} already encloses block {name}; choose a loop of "
+            f"{'a consumer' if forward else 'a producer'} outside it"
+        )
+    scope = scope_block(sch, realize)
+    if scope is not scope_block(sch, target):
+        raise ScheduleError(f"{kind}: block {name} and loop {loop_name} are in different blocks")
+    check_sole_writer(kind, realize, scope)
+
+    producers, consumers = neighbours(realize, scope)
+    required = consumers if forward else producers
+    if not required:
+        raise ScheduleError(
+            f"{kind}: block {name} has no {'consumer' if forward else 'producer'} block to be "
+            "computed at"
+        )
+    inner_loops: dict[int, list[S.For]] = {}
+    for other in required:
+        loops = sch.loops_above(other)
+        position = next((i for i, loop in enumerate(loops) if loop is target), None)
+        if position is None:
+            raise ScheduleError(
+                f"{kind}: loop {loop_name} does not enclose block {other.block.name_hint!r}, "
+                f"a {'consumer' if forward else 'producer'} of block {name}; every one must "
+                f"be under the loop"
+            )
+        inner_loops[id(other)] = loops[position + 1 :]
+
+    position = _insertion_point(kind, name, target, index, producers, consumers)
+
+    analyzer = Analyzer()
+    for loop in [*sch.loops_above(target), target]:
+        analyzer.bind(loop.loop_var, loop_range(loop))
+    # The region of each buffer that the blocks on the other side need (compute_at) or
+    # provide (reverse_compute_at) per iteration of the target loop.
+    shared = {id(r.buffer) for r in (block.writes if forward else block.reads)}
+    regions: dict[int, list[tuple[E.PrimExpr, E.PrimExpr]]] = {}
+    for other in required:
+        bindings = dict(zip((iv.var for iv in other.block.iter_vars), other.iter_values))
+        dom = {loop.loop_var: loop_range(loop) for loop in inner_loops[id(other)]}
+        for region in other.block.reads if forward else other.block.writes:
+            if id(region.buffer) not in shared:
+                continue
+            relaxed = relax_region(region, bindings, dom, analyzer)
+            bounds = [
+                (rng.min, analyzer.simplify(rng.min + rng.extent - 1)) for rng in relaxed.region
+            ]
+            regions[id(region.buffer)] = _union(analyzer, regions.get(id(region.buffer)), bounds)
+
+    own = block.writes if forward else block.reads
+    ranges = _iter_ranges(kind, analyzer, block, own, regions, exact=not forward)
+    nest = _loop_nest(analyzer, block, ranges, preserve_unit_loops)
+
+    def insert(loop: S.Stmt) -> list[S.Stmt]:
+        assert isinstance(loop, S.For)
+        return [loop.with_fields(body=insert_stmt(loop.body, position, nest))]
+
+    edit_function(
+        sch, {id(removal_root(sch, realize, kind)): lambda _: [], id(target): insert}, kind
+    )
+
+
+def _insertion_point(
+    kind: str,
+    name: str,
+    target: S.For,
+    index: int,
+    producers: Sequence[S.BlockRealize],
+    consumers: Sequence[S.BlockRealize],
+) -> int:
+    """Where among the statements of ``target``'s body the moved block may go: after every
+    one holding a producer of it, before every one holding a consumer."""
+    children = list(target.body.seq) if isinstance(target.body, S.SeqStmt) else [target.body]
+    holders = [{id(r) for r in _walk_until_block(child)} for child in children]
+    first = 0
+    last = len(children)
+    for i, ids in enumerate(holders):
+        if any(id(p) in ids for p in producers):
+            first = i + 1
+        if last == len(children) and any(id(c) in ids for c in consumers):
+            last = i
+    loop_name = repr(target.loop_var.name_hint)
+    if first > last:
+        raise ScheduleError(
+            f"{kind}: no position under loop {loop_name} comes after the producers and before "
+            f"the consumers of block {name}"
+        )
+    if index == -1:
+        return last
+    if index == -2:
+        return first
+    if not first <= index <= last:
+        raise ScheduleError(
+            f"{kind}: index {index} puts block {name} where it breaks a dependence; under "
+            f"loop {loop_name} it can go at positions {first} to {last} (or -1, -2)"
+        )
+    return index
+
+
+def _union(
+    analyzer: Analyzer,
+    old: list[tuple[E.PrimExpr, E.PrimExpr]] | None,
+    new: list[tuple[E.PrimExpr, E.PrimExpr]],
+) -> list[tuple[E.PrimExpr, E.PrimExpr]]:
+    if old is None:
+        return new
+    return [
+        (_tighter(analyzer, lo_a, lo_b, E.Min), _tighter(analyzer, hi_a, hi_b, E.Max))
+        for (lo_a, hi_a), (lo_b, hi_b) in zip(old, new)
+    ]
+
+
+def _tighter(analyzer: Analyzer, a: E.PrimExpr, b: E.PrimExpr, op: type) -> E.PrimExpr:
+    """``op(a, b)`` (Min or Max), decided statically when the analyzer can."""
+    if analyzer.can_prove(a <= b):
+        return a if op is E.Min else b
+    if analyzer.can_prove(b <= a):
+        return b if op is E.Min else a
+    return analyzer.simplify(op(a, b))
+
+
+def _iter_ranges(
+    kind: str,
+    analyzer: Analyzer,
+    block: S.Block,
+    own: Sequence[BufferRegion],
+    regions: dict[int, list[tuple[E.PrimExpr, E.PrimExpr]]],
+    *,
+    exact: bool,
+) -> list[tuple[E.PrimExpr, E.PrimExpr]]:
+    """The inclusive range of each iter var of ``block`` that covers ``regions``.
+
+    ``own`` is the block's side of the shared buffers (its writes for compute_at, its reads
+    for reverse_compute_at). A dimension indexed ``v + c`` (extent 1) pins iter var ``v`` to
+    the needed range shifted by ``c``; an iter var no dimension pins keeps its whole domain.
+    That over-approximation is harmless for a producer, but a consumer run over its whole
+    domain would read what is not produced yet, so with ``exact`` an iter var used in a
+    dimension of another form is an error.
+    """
+    iter_vars = {id(iv.var): iv for iv in block.iter_vars}
+    pinned: dict[int, tuple[E.PrimExpr, E.PrimExpr]] = {}
+    unsolved: list[E.Var] = []
+    for region in own:
+        needed = regions.get(id(region.buffer))
+        if needed is None:
+            continue
+        for rng, (lo, hi) in zip(region.region, needed):
+            used = [v for v in collect_vars(rng.min) if id(v) in iter_vars]
+            if not used:
+                continue
+            offset = analyzer.simplify(rng.min - used[0])
+            if (
+                len(used) > 1
+                or not _is_one(rng.extent)
+                or any(id(v) in iter_vars for v in collect_vars(offset))
+            ):
+                unsolved.extend(used)
+                continue
+            span = (analyzer.simplify(lo - offset), analyzer.simplify(hi - offset))
+            old = pinned.get(id(used[0]))
+            if old is not None:
+                span = (
+                    _tighter(analyzer, old[0], span[0], E.Max),
+                    _tighter(analyzer, old[1], span[1], E.Min),
+                )
+            pinned[id(used[0])] = span
+    if exact:
+        loose = [v.name_hint for v in unsolved if id(v) not in pinned]
+        if loose:
+            raise ScheduleError(
+                f"{kind}: block {block.name_hint!r} reads with iter var {loose[0]!r} in an index "
+                "that is not 'iter var + offset', so its range cannot be derived from what the "
+                "producers write"
+            )
+    ranges = []
+    for iv in block.iter_vars:
+        span = pinned.get(id(iv.var))
+        if span is None:
+            span = (iv.dom.min, analyzer.simplify(iv.dom.min + iv.dom.extent - 1))
+        ranges.append(span)
+    return ranges
+
+
+def _loop_nest(
+    analyzer: Analyzer,
+    block: S.Block,
+    ranges: Sequence[tuple[E.PrimExpr, E.PrimExpr]],
+    preserve_unit_loops: bool,
+) -> S.Stmt:
+    """Loops ``ax0, ax1, ...`` over ``ranges`` around a realize of ``block`` bound to them.
+
+    Where a range may stick out of its iter var's domain (a consumer tile past the end of a
+    non-dividing split), the realize gets a predicate keeping the iter var inside.
+    """
+    loops: list[tuple[E.Var, E.PrimExpr, E.PrimExpr]] = []
+    values: list[E.PrimExpr] = []
+    guards: list[E.PrimExpr] = []
+    for iv, (lo, hi) in zip(block.iter_vars, ranges):
+        extent = analyzer.simplify(hi - lo + 1)
+        if _is_one(extent) and not preserve_unit_loops:
+            value = lo
+        else:
+            var = E.Var(f"ax{len(loops)}", iv.var.dtype)
+            loops.append((var, E.make_const(0, var.dtype), extent))
+            value = analyzer.simplify(lo + var)
+        values.append(value)
+        dom_lo = iv.dom.min
+        dom_end = analyzer.simplify(iv.dom.min + iv.dom.extent)
+        if not analyzer.can_prove(lo >= dom_lo):
+            guards.append(dom_lo <= value)
+        if not analyzer.can_prove(hi < dom_end):
+            guards.append(value < dom_end)
+    predicate: E.PrimExpr = E.convert(True)
+    for guard in guards:
+        predicate = guard if is_true(predicate) else E.And(predicate, guard)
+    body: S.Stmt = S.BlockRealize(values, analyzer.simplify(predicate), block)
+    for var, start, extent in reversed(loops):
+        body = S.For(var, start, extent, S.ForKind.SERIAL, body)
+    return body
+
+
+# ---------------------------------------------------------------------- shared by block primitives
+def sibling_blocks(scope: S.Block) -> list[S.BlockRealize]:
+    """The blocks directly in ``scope`` (nested blocks are represented by their parent)."""
+    return list(_walk_until_block(scope.body))
+
+
+def neighbours(
+    realize: S.BlockRealize, scope: S.Block
+) -> tuple[list[S.BlockRealize], list[S.BlockRealize]]:
+    """The producers (writing what ``realize`` reads) and consumers (reading what it writes)
+    of a block among the other blocks of its scope, in program order."""
+    reads = {id(r.buffer) for r in realize.block.reads}
+    writes = {id(r.buffer) for r in realize.block.writes}
+    producers, consumers = [], []
+    for other in sibling_blocks(scope):
+        if other is realize:
+            continue
+        if any(id(r.buffer) in reads for r in other.block.writes):
+            producers.append(other)
+        if any(id(r.buffer) in writes for r in other.block.reads):
+            consumers.append(other)
+    return producers, consumers
+
+
+def check_sole_writer(kind: str, realize: S.BlockRealize, scope: S.Block) -> None:
+    """A block whose output another block also writes cannot be moved or inlined alone."""
+    writes = {id(r.buffer): r.buffer for r in realize.block.writes}
+    for other in sibling_blocks(scope):
+        if other is realize:
+            continue
+        for region in other.block.writes:
+            if id(region.buffer) in writes:
+                raise ScheduleError(
+                    f"{kind}: block {realize.block.name_hint!r} is not the only block writing "
+                    f"{region.buffer.name} (block {other.block.name_hint!r} writes it too)"
+                )
+
+
+def removal_root(sch: Schedule, realize: S.BlockRealize, kind: str) -> S.Stmt:
+    """The statement to delete to take a block out of the program: the block with the loops
+    around it that hold nothing else."""
+    path = _path_to(sch.func.body, realize)
+    assert path is not None, "the block is in the function"
+    node: S.Stmt = realize
+    for parent in reversed(path[:-1]):
+        if not isinstance(parent, S.For):
+            if isinstance(parent, S.SeqStmt):
+                return node
+            break
+        node = parent
+    raise ScheduleError(
+        f"{kind}: block {realize.block.name_hint!r} is the only statement of its scope, so it "
+        "cannot be taken out of it"
+    )
+
+
+def edit_function(sch: Schedule, edits: dict[int, Edit], kind: str) -> None:
+    """Rebuild the function, replacing each statement whose id is in ``edits`` by the list of
+    statements its edit returns for it (its children already rebuilt); an empty list removes
+    it from the sequence holding it."""
+    sch.set_func(sch.func.with_body(_Edit(edits, kind).visit(sch.func.body)))
+
+
+class _Edit(StmtExprMutator):
+    def __init__(self, edits: dict[int, Edit], kind: str) -> None:
+        self.edits = edits
+        self.kind = kind
+
+    def expand(self, stmt: S.Stmt) -> list[S.Stmt]:
+        edit = self.edits.get(id(stmt))
+        visited = super().visit(stmt)
+        return [visited] if edit is None else edit(visited)
+
+    def visit(self, value: Any) -> Any:
+        if isinstance(value, S.Stmt) and id(value) in self.edits:
+            stmts = self.expand(value)
+            if not stmts:
+                raise ScheduleError(f"{self.kind}: removing a statement would leave a body empty")
+            return S.SeqStmt.flatten(stmts)
+        if isinstance(value, (S.Stmt, tuple, list)):
+            return super().visit(value)
+        return value  # expressions never contain statements
+
+    def visit_seq_stmt_(self, op: S.SeqStmt) -> S.Stmt:
+        stmts = [new for child in op.seq for new in self.expand(child)]
+        if not stmts:
+            raise ScheduleError(f"{self.kind}: removing a statement would leave a body empty")
+        return S.SeqStmt.flatten(stmts)
+
+
+def _is_one(expr: E.PrimExpr) -> bool:
+    return isinstance(expr, E.IntImm) and expr.value == 1
+
+
+def is_true(expr: E.PrimExpr) -> bool:
+    return isinstance(expr, E.IntImm) and expr.dtype == "bool" and expr.value == 1
+
+
+def block_names(blocks: Iterable[S.BlockRealize]) -> str:
+    return ", ".join(repr(r.block.name_hint) for r in blocks)

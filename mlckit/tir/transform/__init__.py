@@ -1,0 +1,30 @@
+"""Lowering passes over TensorIR that run after scheduling, before code generation.
+
+``lower_prim_func`` is what the backend applies to every PrimFunc it compiles;
+``CompactBufferAllocation()`` is the same rewrite as a module pass, to look at its result.
+"""
+
+from __future__ import annotations
+
+from mlckit.ir import transform as _transform
+from mlckit.ir.module import BaseFunc, IRModule
+
+from ..function import PrimFunc
+from .compact_buffer_allocation import compact_buffer_allocation
+
+
+def lower_prim_func(func: PrimFunc) -> PrimFunc:
+    """The lowering the backend applies before generating code."""
+    return compact_buffer_allocation(func)
+
+
+def CompactBufferAllocation() -> _transform.Pass:
+    """Allocate each block-local buffer at the loop that uses it, with the region it touches."""
+
+    def apply(func: BaseFunc, mod: IRModule, ctx: _transform.PassContext) -> BaseFunc:
+        return compact_buffer_allocation(func) if isinstance(func, PrimFunc) else func
+
+    return _transform.function_pass(apply, opt_level=0, name="tir.CompactBufferAllocation")
+
+
+__all__ = ["CompactBufferAllocation", "compact_buffer_allocation", "lower_prim_func"]

@@ -1,0 +1,232 @@
+"""compute_at and reverse_compute_at: regenerated loops, predicates, positions, and bad calls."""
+
+from __future__ import annotations
+
+import pytest
+from schedule_helpers import assert_same_numerics, mm_relu
+
+from mlckit import tir
+from mlckit.errors import ScheduleError
+from mlckit.ir import assert_structural_equal
+from mlckit.script import tir as T
+
+
+@T.prim_func
+def two_elementwise(A: T.Buffer((128, 128), "float32"), C: T.Buffer((128, 128), "float32")):
+    B = T.alloc_buffer((128, 128), "float32")
+    for i, j in T.grid(128, 128):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(128, 128):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+
+
+@T.prim_func
+def three_elementwise(A: T.Buffer((128, 128), "float32"), D: T.Buffer((128, 128), "float32")):
+    B = T.alloc_buffer((128, 128), "float32")
+    C = T.alloc_buffer((128, 128), "float32")
+    for i, j in T.grid(128, 128):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(128, 128):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+    for i, j in T.grid(128, 128):
+        with T.block("D"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            D[vi, vj] = A[vi, vj] - T.float32(1)
+
+
+def _main(sch):
+    return sch.mod["main"]
+
+
+def test_compute_at_covers_one_row_per_iteration():
+    sch = tir.Schedule(two_elementwise)
+    i, _ = sch.get_loops(sch.get_block("C"))
+    sch.compute_at(sch.get_block("B"), i)
+
+    @T.prim_func
+    def expected(A: T.Buffer((128, 128), "float32"), C: T.Buffer((128, 128), "float32")):
+        T.func_attr({"global_symbol": "two_elementwise"})
+        B = T.alloc_buffer((128, 128), "float32")
+        for i in range(128):
+            for ax0 in range(128):
+                with T.block("B"):
+                    vi = T.axis.spatial(128, i)
+                    vj = T.axis.spatial(128, ax0)
+                    B[vi, vj] = A[vi, vj] * T.float32(2)
+            for j in range(128):
+                with T.block("C"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    C[vi, vj] = B[vi, vj] + T.float32(1)
+
+    assert_structural_equal(_main(sch), expected)
+    assert_same_numerics(two_elementwise, sch.mod, [(128, 128)] * 2)
+
+
+def test_compute_at_preserving_unit_loops():
+    sch = tir.Schedule(two_elementwise)
+    i, _ = sch.get_loops(sch.get_block("C"))
+    sch.compute_at(sch.get_block("B"), i, preserve_unit_loops=True)
+
+    @T.prim_func
+    def expected(A: T.Buffer((128, 128), "float32"), C: T.Buffer((128, 128), "float32")):
+        T.func_attr({"global_symbol": "two_elementwise"})
+        B = T.alloc_buffer((128, 128), "float32")
+        for i in range(128):
+            for ax0, ax1 in T.grid(1, 128):
+                with T.block("B"):
+                    vi = T.axis.spatial(128, i + ax0)
+                    vj = T.axis.spatial(128, ax1)
+                    B[vi, vj] = A[vi, vj] * T.float32(2)
+            for j in range(128):
+                with T.block("C"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    C[vi, vj] = B[vi, vj] + T.float32(1)
+
+    assert_structural_equal(_main(sch), expected)
+
+
+def test_compute_at_a_tile_of_a_non_dividing_split_gets_a_predicate():
+    sch = tir.Schedule(two_elementwise)
+    _, j = sch.get_loops(sch.get_block("C"))
+    j0, _ = sch.split(j, factors=[None, 5])
+    sch.compute_at(sch.get_block("B"), j0)
+
+    @T.prim_func
+    def expected(A: T.Buffer((128, 128), "float32"), C: T.Buffer((128, 128), "float32")):
+        T.func_attr({"global_symbol": "two_elementwise"})
+        B = T.alloc_buffer((128, 128), "float32")
+        for i, j_0 in T.grid(128, 26):
+            for ax0 in range(5):
+                with T.block("B"):
+                    vi = T.axis.spatial(128, i)
+                    vj = T.axis.spatial(128, j_0 * 5 + ax0)
+                    T.where(j_0 * 5 + ax0 < 128)
+                    B[vi, vj] = A[vi, vj] * T.float32(2)
+            for j_1 in range(5):
+                with T.block("C"):
+                    vi = T.axis.spatial(128, i)
+                    vj = T.axis.spatial(128, j_0 * 5 + j_1)
+                    T.where(j_0 * 5 + j_1 < 128)
+                    C[vi, vj] = B[vi, vj] + T.float32(1)
+
+    assert_structural_equal(_main(sch), expected)
+    assert_same_numerics(two_elementwise, sch.mod, [(128, 128)] * 2)
+
+
+def test_compute_at_of_a_reduction_keeps_its_whole_reduction_domain():
+    sch = tir.Schedule(mm_relu)
+    i, _ = sch.get_loops(sch.get_block("C"))
+    sch.compute_at(sch.get_block("Y"), i)
+
+    @T.prim_func
+    def expected(
+        A: T.Buffer((128, 128), "float32"),
+        B: T.Buffer((128, 128), "float32"),
+        C: T.Buffer((128, 128), "float32"),
+    ):
+        T.func_attr({"global_symbol": "mm_relu"})
+        Y = T.alloc_buffer((128, 128), "float32")
+        for i in range(128):
+            for ax0, ax1 in T.grid(128, 128):
+                with T.block("Y"):
+                    vi, vj, vk = T.axis.remap("SSR", [i, ax0, ax1])
+                    with T.init():
+                        Y[vi, vj] = T.float32(0)
+                    Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+            for j in range(128):
+                with T.block("C"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
+
+    assert_structural_equal(_main(sch), expected)
+    assert_same_numerics(mm_relu, sch.mod, [(128, 128)] * 3)
+
+
+def test_reverse_compute_at_goes_after_the_producer():
+    sch = tir.Schedule(two_elementwise)
+    i, _ = sch.get_loops(sch.get_block("B"))
+    sch.reverse_compute_at(sch.get_block("C"), i)
+
+    @T.prim_func
+    def expected(A: T.Buffer((128, 128), "float32"), C: T.Buffer((128, 128), "float32")):
+        T.func_attr({"global_symbol": "two_elementwise"})
+        B = T.alloc_buffer((128, 128), "float32")
+        for i in range(128):
+            for j in range(128):
+                with T.block("B"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    B[vi, vj] = A[vi, vj] * T.float32(2)
+            for ax0 in range(128):
+                with T.block("C"):
+                    vi = T.axis.spatial(128, i)
+                    vj = T.axis.spatial(128, ax0)
+                    C[vi, vj] = B[vi, vj] + T.float32(1)
+
+    assert_structural_equal(_main(sch), expected)
+    assert_same_numerics(two_elementwise, sch.mod, [(128, 128)] * 2)
+
+
+def test_reverse_compute_at_under_a_tile_covers_the_tile():
+    sch = tir.Schedule(two_elementwise)
+    i, _ = sch.get_loops(sch.get_block("B"))
+    i0, _ = sch.split(i, factors=[None, 8])
+    sch.reverse_compute_at(sch.get_block("C"), i0)
+    c_loops = [sch.get(lp) for lp in sch.get_loops(sch.get_block("C"))]
+    assert [lp.loop_var.name_hint for lp in c_loops] == ["i_0", "ax0", "ax1"]
+    assert [lp.extent.value for lp in c_loops] == [16, 8, 128]
+    assert "vi = T.axis.spatial(128, i_0 * 8 + ax0)" in sch.mod.script()
+    assert_same_numerics(two_elementwise, sch.mod, [(128, 128)] * 2)
+
+
+def test_index_places_the_block_between_dependences_and_the_trace_replays():
+    sch = tir.Schedule(two_elementwise)
+    i, _ = sch.get_loops(sch.get_block("C"))
+    b = sch.get_block("B")
+    with pytest.raises(ScheduleError, match="compute_at: index 1 .* positions 0 to 0"):
+        sch.compute_at(b, i, index=1)
+    sch.compute_at(b, i, index=0)
+    assert "sch.compute_at(block=b3, loop=l1, index=0)" in str(sch.trace)
+    fresh = tir.Schedule(two_elementwise)
+    sch.trace.apply_to_schedule(fresh)
+    assert_structural_equal(fresh.mod, sch.mod)
+
+
+def _assert_fails(sch, call, message):
+    before, steps = sch.mod, len(sch.trace)
+    with pytest.raises(ScheduleError, match=message):
+        call()
+    assert_structural_equal(sch.mod, before)
+    assert len(sch.trace) == steps
+
+
+def test_illegal_locations_raise_and_leave_the_schedule_unchanged():
+    sch = tir.Schedule(three_elementwise)
+    b, c, d = sch.get_block("B"), sch.get_block("C"), sch.get_block("D")
+    d_i, _ = sch.get_loops(d)
+    b_i, _ = sch.get_loops(b)
+    c_i, _ = sch.get_loops(c)
+    _assert_fails(
+        sch,
+        lambda: sch.compute_at(b, d_i),
+        "compute_at: loop 'i' does not enclose block 'C', a consumer of block 'B'",
+    )
+    _assert_fails(sch, lambda: sch.compute_at(d, c_i), "compute_at: block 'D' has no consumer")
+    _assert_fails(sch, lambda: sch.compute_at(b, b_i), "compute_at: loop 'i' already encloses")
+    _assert_fails(
+        sch,
+        lambda: sch.reverse_compute_at(b, c_i),
+        "reverse_compute_at: block 'B' has no producer",
+    )
+    _assert_fails(
+        sch,
+        lambda: sch.reverse_compute_at(c, d_i),
+        "reverse_compute_at: loop 'i' does not enclose block 'B', a producer of block 'C'",
+    )

@@ -1,0 +1,130 @@
+"""The default CPU schedule: each rule keeps the numerics and produces the loop kinds it promises."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mlckit
+from mlckit import relax, te
+from mlckit.datasets import load_mlp_params
+from mlckit.demo import mlp_script
+from mlckit.ir import IRModule
+from mlckit.script import from_source
+from mlckit.tir import stmt as S
+from mlckit.tir.function import PrimFunc
+from mlckit.tir.schedule.default_schedule import DefaultSchedule, default_schedule
+
+
+def matmul(n: int, m: int, k: int, transposed_b: bool) -> PrimFunc:
+    a = te.placeholder((n, k), "float32", name="A")
+    b = te.placeholder((m, k) if transposed_b else (k, m), "float32", name="B")
+    r = te.reduce_axis((0, k), name="k")
+    if transposed_b:
+        c = te.compute((n, m), lambda i, j: te.sum(a[i, r] * b[j, r], axis=r), name="C")
+    else:
+        c = te.compute((n, m), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
+    return te.create_prim_func([a, b, c])
+
+
+def add(n: int, m: int) -> PrimFunc:
+    a = te.placeholder((n, m), "float32", name="A")
+    b = te.placeholder((n, m), "float32", name="B")
+    c = te.compute((n, m), lambda i, j: a[i, j] + b[i, j], name="C")
+    return te.create_prim_func([a, b, c])
+
+
+def row_sum(n: int, m: int) -> PrimFunc:
+    a = te.placeholder((n, m), "float32", name="A")
+    r = te.reduce_axis((0, m), name="k")
+    c = te.compute((n,), lambda i: te.sum(a[i, r], axis=r), name="C")
+    return te.create_prim_func([a, c])
+
+
+def call(func: PrimFunc, *shapes: tuple[int, ...], target: str = "python") -> list[np.ndarray]:
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s).astype("float32") for s in shapes]
+    lib = mlckit.build(func, target)
+    (name,) = lib.function_names()
+    lib[name](*arrays)
+    return arrays
+
+
+def loop_kinds(func: PrimFunc) -> set[S.ForKind]:
+    kinds: set[S.ForKind] = set()
+    mlckit.tir.stmt_functor.post_order_visit(
+        func.body, lambda n: kinds.add(n.kind) if isinstance(n, S.For) else None
+    )
+    return kinds
+
+
+def source(func: PrimFunc) -> str:
+    return mlckit.build(func, "llvm").get_source()
+
+
+def test_matmul_rule() -> None:
+    func = default_schedule(matmul(64, 128, 64, transposed_b=False))
+    assert loop_kinds(func) >= {S.ForKind.PARALLEL, S.ForKind.VECTORIZED}
+    a, b, c = call(func, (64, 64), (64, 128), (64, 128))
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    text = source(func)
+    assert "prange(" in text and "# vectorized" in text
+    # The accumulator tile (cache_write + buffer compaction): 16 rows by 64 columns.
+    assert "C_local = np.empty((16, 64), dtype=np.float32)" in text
+    assert "fastmath" not in text
+
+
+def test_dense_rule_uses_fastmath_dot_products() -> None:
+    func = default_schedule(matmul(8, 32, 64, transposed_b=True))
+    assert func.attrs.get("fastmath") is True
+    assert S.ForKind.PARALLEL in loop_kinds(func) and S.ForKind.UNROLLED in loop_kinds(func)
+    a, b, c = call(func, (8, 64), (32, 64), (8, 32))
+    np.testing.assert_allclose(c, a @ b.T, rtol=1e-4, atol=1e-4)
+    assert "C_local = np.empty((2, 4), dtype=np.float32)" in source(func)
+
+
+def test_elementwise_rule() -> None:
+    func = default_schedule(add(128, 256))
+    assert loop_kinds(func) == {S.ForKind.PARALLEL, S.ForKind.VECTORIZED}
+    a, b, c = call(func, (128, 256), (128, 256), (128, 256))
+    np.testing.assert_allclose(c, a + b)
+
+
+def test_small_elementwise_kernel_stays_serial() -> None:
+    # Starting threads would cost more than 8x16 additions.
+    func = default_schedule(add(8, 16))
+    assert S.ForKind.PARALLEL not in loop_kinds(func)
+    assert S.ForKind.VECTORIZED in loop_kinds(func)
+
+
+def test_row_reduction_rule() -> None:
+    func = default_schedule(row_sum(256, 128))
+    assert S.ForKind.PARALLEL in loop_kinds(func)
+    a, c = call(func, (256, 128), (256,))
+    np.testing.assert_allclose(c, a.sum(axis=1), rtol=1e-4, atol=1e-4)
+    assert "prange(" in source(func)
+
+
+def test_scheduled_functions_are_left_alone() -> None:
+    func = add(128, 256).with_attr("tir.is_scheduled", True)
+    mod = DefaultSchedule()(IRModule({"main": func}))
+    assert mod["main"] is func
+
+
+def test_pass_marks_functions_scheduled() -> None:
+    mod = DefaultSchedule()(IRModule({"main": add(128, 256)}))
+    assert mod["main"].attrs["tir.is_scheduled"] is True
+
+
+@pytest.mark.parametrize(("target", "batch"), [("python", 3), ("llvm", 1), ("llvm", 64)])
+def test_course_mlp_through_the_default_pipeline(target: str, batch: int) -> None:
+    mod = relax.get_pipeline("default")(from_source(mlp_script()))
+    mod = DefaultSchedule()(mod)
+    params = load_mlp_params()
+    w0, b0, w1, b1 = (params[k] for k in ("w0", "b0", "w1", "b1"))
+    x = np.random.default_rng(0).random((batch, 784), dtype=np.float32)
+    vm = relax.VirtualMachine(relax.build(mod, target), mlckit.cpu())
+    out = vm["main"](x, w0, b0, w1, b1)
+    out = out.numpy() if hasattr(out, "numpy") else out
+    expected = np.maximum(x @ w0.T + b0, 0) @ w1.T + b1
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)

@@ -1,0 +1,100 @@
+"""transform_layout: new shapes, rewritten accesses and regions, parameters, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from schedule_helpers import assert_same_numerics, mm_relu, run
+
+from mlckit import tir
+from mlckit.errors import ScheduleError
+from mlckit.ir import assert_structural_equal
+from mlckit.script import tir as T
+
+
+def test_intermediate_buffer_gets_the_mapped_shape_and_accesses():
+    sch = tir.Schedule(mm_relu)
+    sch.transform_layout(sch.get_block("Y"), ("write", 0), lambda i, j: [i // 4, j, i % 4])
+
+    @T.prim_func
+    def expected(
+        A: T.Buffer((128, 128), "float32"),
+        B: T.Buffer((128, 128), "float32"),
+        C: T.Buffer((128, 128), "float32"),
+    ):
+        T.func_attr({"global_symbol": "mm_relu"})
+        Y = T.alloc_buffer((32, 128, 4), "float32")
+        for i, j, k in T.grid(128, 128, 128):
+            with T.block("Y"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    Y[vi // 4, vj, vi % 4] = T.float32(0)
+                Y[vi // 4, vj, vi % 4] = Y[vi // 4, vj, vi % 4] + A[vi, vk] * B[vk, vj]
+        for i, j in T.grid(128, 128):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = T.max(Y[vi // 4, vj, vi % 4], T.float32(0))
+
+    assert_structural_equal(sch.mod["main"], expected)
+    assert_same_numerics(mm_relu, sch.mod, [(128, 128)] * 3)
+
+
+@T.prim_func
+def row_sums(A: T.Buffer((16, 8), "float32"), B: T.Buffer((16,), "float32")):
+    for i in range(16):
+        with T.block("B"):
+            vi = T.axis.spatial(16, i)
+            B[vi] = T.float32(0)
+            for k in range(8):
+                B[vi] = B[vi] + A[vi, k]
+
+
+def test_a_parameter_changes_the_signature_and_ranged_regions_are_mapped():
+    sch = tir.Schedule(row_sums)
+    sch.transform_layout(sch.get_block("B"), "A", lambda i, k: [k, i])
+
+    @T.prim_func
+    def expected(A: T.Buffer((8, 16), "float32"), B: T.Buffer((16,), "float32")):
+        T.func_attr({"global_symbol": "row_sums"})
+        for i in range(16):
+            with T.block("B"):
+                vi = T.axis.spatial(16, i)
+                T.reads(A[0:8, vi])
+                B[vi] = T.float32(0)
+                for k in range(8):
+                    B[vi] = B[vi] + A[k, vi]
+
+    assert_structural_equal(sch.mod["main"], expected)
+    a = np.random.default_rng(0).standard_normal((16, 8)).astype("float32")
+    (_, b) = run(sch.mod, np.ascontiguousarray(a.T), np.zeros(16, "float32"))
+    np.testing.assert_allclose(b, a.sum(axis=1), rtol=1e-5)
+
+
+def test_trace_replays():
+    sch = tir.Schedule(mm_relu)
+    sch.transform_layout(sch.get_block("C"), ("read", 0), lambda i, j: [j // 8, i, j % 8])
+    assert "sch.transform_layout(block=b0, buffer=['read', 0], index_map=" in str(sch.trace)
+    fresh = tir.Schedule(mm_relu)
+    sch.trace.apply_to_schedule(fresh)
+    assert_structural_equal(fresh.mod, sch.mod)
+
+
+@pytest.mark.parametrize(
+    ("buffer", "index_map", "pad_value", "message"),
+    [
+        ("Y", lambda i, j: [i, i], None, "several elements of buffer 'Y' .* same place"),
+        ("Y", lambda i, j: [i // 3, j, i % 3], None, r"into a \(43, 128, 3\) buffer of 16512"),
+        ("Y", lambda i: [i], None, r"index_map takes 1 argument\(s\) but buffer 'Y' .* has 2"),
+        ("Y", lambda i, j: [i - 1, j], None, r"new index 0 \(i - 1\) .* starts at -1, not 0"),
+        ("Y", lambda i, j: [i, j], 0.0, "pad_value is not supported"),
+        (("write", 1), lambda i, j: [i, j], None, "write index 1 is out of range"),
+        ("Z", lambda i, j: [i, j], None, "block 'C' accesses no buffer named 'Z'"),
+    ],
+)
+def test_bad_layouts_raise_and_leave_the_schedule_unchanged(buffer, index_map, pad_value, message):
+    sch = tir.Schedule(mm_relu)
+    block = sch.get_block("C")
+    with pytest.raises(ScheduleError, match=f"transform_layout: .*{message}"):
+        sch.transform_layout(block, buffer, index_map, pad_value=pad_value)
+    assert_structural_equal(sch.mod["main"], mm_relu)
+    assert len(sch.trace) == 1
