@@ -15,7 +15,10 @@ def _zero() -> list[transform.Pass]:
 
 
 def _default() -> list[transform.Pass]:
-    return [*_zero(), T.DeadCodeElimination()]
+    from mlckit.tir.schedule.default_schedule import DefaultSchedule
+
+    # The loop schedule makes the kernels fast on this CPU (see default_schedule's rules).
+    return [*_zero(), T.DeadCodeElimination(), DefaultSchedule()]
 
 
 def _memory() -> list[transform.Pass]:
@@ -31,8 +34,9 @@ _PIPELINES = {
 
 
 def get_pipeline(name: str = "default") -> transform.Pass:
-    """``"zero"``: legalize and fuse; ``"default"``: also drop dead code; ``"default_build"``:
-    also plan memory (ToNonDataflow, CallTIRRewrite, StaticPlanBlockMemory)."""
+    """``"zero"``: legalize and fuse; ``"default"``: also drop dead code and apply the default
+    CPU loop schedule; ``"default_build"``: also plan memory (ToNonDataflow, CallTIRRewrite,
+    StaticPlanBlockMemory)."""
     make = _PIPELINES.get(name)
     if make is None:
         known = ", ".join(sorted(_PIPELINES))

@@ -92,10 +92,21 @@ class Executable:
 
 
 def build(
-    mod: IRModule, target: Any = "llvm", params: dict[str, Any] | None = None, **kwargs: Any
+    mod: IRModule,
+    target: Any = "llvm",
+    params: dict[str, Any] | None = None,
+    *,
+    default_schedule: bool | None = None,
+    **kwargs: Any,
 ) -> Executable:
     """Compile ``mod`` for ``target``: every PrimFunc to a kernel, every relax function to the
-    Python the VM runs. High-level relax operators must be lowered first (LegalizeOps)."""
+    Python the VM runs. High-level relax operators must be lowered first (LegalizeOps).
+
+    PrimFuncs nobody scheduled (no ``tir.is_scheduled`` attribute) get the default CPU schedule
+    (``mlckit.tir.schedule.default_schedule``) when compiling with numba; the reference
+    interpreter (target "python") runs them as written. ``default_schedule=False`` turns it
+    off, ``True`` forces it on.
+    """
     if not isinstance(mod, IRModule):
         raise BuildError(f"relax.build takes an IRModule, not {type(mod).__name__}")
     target = Target(target)
@@ -103,6 +114,10 @@ def build(
         from ..transform import BindParams
 
         mod = BindParams("main", params)(mod)
+    if default_schedule if default_schedule is not None else target.kind == "llvm":
+        from mlckit.tir.schedule.default_schedule import DefaultSchedule
+
+        mod = DefaultSchedule()(mod)
     globals_table = NameSupply(VM_RUNTIME_NAMES)
     python_names = {gv.name_hint: globals_table.get(gv, gv.name_hint) for gv in mod.functions}
     kernels: dict[str, Kernel] = {}
