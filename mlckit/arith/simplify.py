@@ -23,6 +23,7 @@ from mlckit.tir.expr import (
     GT,
     LE,
     LT,
+    NE,
     And,
     Cast,
     IntImm,
@@ -232,7 +233,28 @@ class Analyzer:
     def can_prove(self, cond: Any) -> bool:
         """Whether ``cond`` holds for every value the known facts allow."""
         result = self.simplify(cond)
-        return isinstance(result, IntImm) and bool(result.value)
+        if isinstance(result, IntImm):
+            return bool(result.value)
+        if isinstance(result, And):
+            return all(self.can_prove(part) for part in _conjuncts(result))
+        return self._prove_by_bounds(result)
+
+    def _prove_by_bounds(self, cond: PrimExpr) -> bool:
+        """An integer comparison holds when the bounds of ``a - b`` decide it: the rewriter
+        leaves ``(n + 1) // 2 * 2 >= n`` alone, but ``1 - (n + 1) % 2`` is bounded by [0, 1]."""
+        tests = {
+            GE: lambda lo, hi: lo >= 0,
+            GT: lambda lo, hi: lo > 0,
+            LE: lambda lo, hi: hi <= 0,
+            LT: lambda lo, hi: hi < 0,
+            EQ: lambda lo, hi: lo == hi == 0,
+            NE: lambda lo, hi: lo > 0 or hi < 0,
+        }
+        test = tests.get(type(cond))
+        if test is None or not (is_int(cond.a.dtype) and is_int(cond.b.dtype)):
+            return False
+        bound = self.const_int_bound(self.simplify(cond.a - cond.b))
+        return test(bound.min_value, bound.max_value)
 
     def can_prove_equal(self, a: Any, b: Any) -> bool:
         a, b = convert(a), convert(b)
