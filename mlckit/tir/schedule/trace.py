@@ -131,7 +131,27 @@ class _RVNamer:
         if isinstance(value, (list, tuple)):
             inner = ", ".join(self.text(v) for v in value)
             return f"[{inner}]"
+        if callable(value):
+            return _lambda_text(value)
         return repr(value)
+
+
+def _lambda_text(func: Any) -> str:
+    """An index map as the lambda a student would write, found by applying it to variables
+    named after its parameters (``lambda i, j: [i // 4, j, i % 4]``)."""
+    from ..expr import PrimExpr, Var
+
+    names = list(inspect.signature(func).parameters)
+    try:
+        results = func(*(Var(name, "int32") for name in names))
+    except Exception:  # noqa: BLE001 - not an index map: fall back to its repr
+        return repr(func)
+    if not isinstance(results, (list, tuple)):
+        results = [results]
+    if not all(isinstance(r, PrimExpr) for r in results):
+        return repr(func)
+    body = ", ".join(r.script() for r in results)
+    return f"lambda {', '.join(names)}: [{body}]"
 
 
 def _arguments(inst: Instruction, namer: _RVNamer) -> str:

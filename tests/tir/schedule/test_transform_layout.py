@@ -73,7 +73,10 @@ def test_a_parameter_changes_the_signature_and_ranged_regions_are_mapped():
 def test_trace_replays():
     sch = tir.Schedule(mm_relu)
     sch.transform_layout(sch.get_block("C"), ("read", 0), lambda i, j: [j // 8, i, j % 8])
-    assert "sch.transform_layout(block=b0, buffer=['read', 0], index_map=" in str(sch.trace)
+    assert (
+        "sch.transform_layout(block=b0, buffer=['read', 0], "
+        "index_map=lambda i, j: [j // 8, i, j % 8])" in str(sch.trace)
+    )
     fresh = tir.Schedule(mm_relu)
     sch.trace.apply_to_schedule(fresh)
     assert_structural_equal(fresh.mod, sch.mod)
