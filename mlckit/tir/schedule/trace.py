@@ -144,7 +144,7 @@ def _lambda_text(func: Any) -> str:
     names = list(inspect.signature(func).parameters)
     try:
         results = func(*(Var(name, "int32") for name in names))
-    except Exception:  # noqa: BLE001 - not an index map: fall back to its repr
+    except Exception:  # not an index map: fall back to its repr
         return repr(func)
     if not isinstance(results, (list, tuple)):
         results = [results]
