@@ -78,9 +78,11 @@ __all__ = [name for name in dir() if not name.startswith("_")]
 def __getattr__(name: str):
     # The schedule needs mlckit.arith, which itself imports mlckit.tir's expressions: load it on
     # first use so that either package can be imported first.
-    if name in ("schedule", "Schedule", "BlockRV", "LoopRV"):
-        import importlib
+    import importlib
 
+    if name in ("schedule", "Schedule", "BlockRV", "LoopRV"):
         module = importlib.import_module("mlckit.tir.schedule")
         return module if name == "schedule" else getattr(module, name)
+    if name == "transform":
+        return importlib.import_module("mlckit.tir.transform")
     raise AttributeError(f"module 'mlckit.tir' has no attribute {name!r}")
