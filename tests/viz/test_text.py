@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -18,7 +19,8 @@ def test_html_is_highlighted_tvmscript():
     page = viz.html(MyModule)
     assert KEYWORD in page
     assert '<span style="color: #00F">main</span>' in page  # the function's name
-    assert '<span style="color: #BA2121">&quot;float32&quot;</span>' in page  # a string
+    # A string (pygments escapes its quotes in some versions and not in others).
+    assert re.search(r'<span style="color: #BA2121">(&quot;|")float32(&quot;|")</span>', page)
     assert "<details" not in page
 
 
