@@ -30,21 +30,26 @@ def numpy_mlp(x: np.ndarray, w0: Any, b0: Any, w1: Any, b1: Any) -> np.ndarray:
     return np.maximum(x @ w0.T + b0, 0) @ w1.T + b1
 
 
-def best_times(fns: dict[str, Callable[[], Any]], number: int, rounds: int = 15) -> dict:
-    """The best time per call of each function over ``rounds`` runs of ``number`` calls.
+def best_times(
+    fns: dict[str, Callable[[], Any]], number: int, rounds: int = 10, passes: int = 3
+) -> dict[str, float]:
+    """The best time per call of each function over ``passes`` x ``rounds`` runs of ``number``
+    calls.
 
-    Each function is measured on its own, one after the other: OpenBLAS's threads keep
-    spinning for a while after a call and would slow down the kernels' threads in between.
+    Each function is measured on its own for a whole pass, one after the other: OpenBLAS's
+    threads keep spinning for a while after a call and would slow down the kernels' threads in
+    between. The passes alternate, so a slow phase of the machine (it is shared) does not fall
+    on one side of the comparison only.
     """
-    best = {}
-    for name, fn in fns.items():
-        fn()
-        best[name] = float("inf")
-        for _ in range(rounds):
-            start = time.perf_counter()
-            for _ in range(number):
-                fn()
-            best[name] = min(best[name], (time.perf_counter() - start) / number)
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(passes):
+        for name, fn in fns.items():
+            fn()
+            for _ in range(rounds):
+                start = time.perf_counter()
+                for _ in range(number):
+                    fn()
+                best[name] = min(best[name], (time.perf_counter() - start) / number)
     return best
 
 

@@ -104,7 +104,9 @@ def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, Gener
         if generated.uses_prange:
             options.append("parallel=True")
         if func.attrs.get("fastmath"):
-            options.append("fastmath=True")
+            # Reordering float additions is what vectorizes a reduction; NaN and infinity keep
+            # their IEEE meaning (no "nnan"/"ninf").
+            options.append('fastmath={"reassoc", "contract", "nsz", "arcp"}')
         lines.append(f'@njit("{_numba_signature(func)}", {", ".join(options)})')
     lines.append(generated.source)
     return "\n".join(lines), generated

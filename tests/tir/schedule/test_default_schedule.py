@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -13,10 +15,11 @@ from mlckit.ir import IRModule
 from mlckit.script import from_source
 from mlckit.tir import stmt as S
 from mlckit.tir.function import PrimFunc
+from mlckit.tir.schedule import Schedule
 from mlckit.tir.schedule.default_schedule import DefaultSchedule, default_schedule
 
 
-def matmul(n: int, m: int, k: int, transposed_b: bool) -> PrimFunc:
+def matmul(n: Any, m: Any, k: Any, transposed_b: bool) -> PrimFunc:
     a = te.placeholder((n, k), "float32", name="A")
     b = te.placeholder((m, k) if transposed_b else (k, m), "float32", name="B")
     r = te.reduce_axis((0, k), name="k")
@@ -80,7 +83,69 @@ def test_dense_rule_uses_fastmath_dot_products() -> None:
     assert S.ForKind.PARALLEL in loop_kinds(func) and S.ForKind.UNROLLED in loop_kinds(func)
     a, b, c = call(func, (8, 64), (32, 64), (8, 32))
     np.testing.assert_allclose(c, a @ b.T, rtol=1e-4, atol=1e-4)
-    assert "C_local = np.empty((2, 4), dtype=np.float32)" in source(func)
+    assert "C_local = np.empty((2, 8), dtype=np.float32)" in source(func)
+
+
+# Odd row counts, column counts that 8 does not divide (tiles of 4, 2 or none), a kernel too
+# small for threads (no tile).
+@pytest.mark.parametrize(("n", "m", "k"), [(3, 12, 512), (5, 10, 400), (6, 7, 400), (1, 2, 7)])
+def test_dense_rule_keeps_the_numerics_of_awkward_shapes(n: int, m: int, k: int) -> None:
+    func = default_schedule(matmul(n, m, k, transposed_b=True))
+    assert func.attrs.get("fastmath") is True
+    a, b, c = call(func, (n, k), (m, k), (n, m), target="llvm")
+    np.testing.assert_allclose(c, a @ b.T, rtol=1e-4, atol=1e-4)
+
+
+def dense_bias_relu() -> PrimFunc:
+    """A first MLP layer with a dynamic batch, as legalization and fusion produce it."""
+    n = te.var("n", "int64")
+    x = te.placeholder((n, 784), "float32", name="x")
+    w = te.placeholder((128, 784), "float32", name="w")
+    b = te.placeholder((128,), "float32", name="b")
+    r = te.reduce_axis((0, 784), name="k")
+    y = te.compute((n, 128), lambda i, j: te.sum(x[i, r] * w[j, r], axis=r), name="Y")
+    z = te.compute((n, 128), lambda i, j: y[i, j] + b[j], name="Z")
+    out = te.compute((n, 128), lambda i, j: te.max(z[i, j], te.const(0, "float32")), name="R")
+    return te.create_prim_func([x, w, b, out])
+
+
+def test_dense_rule_with_a_dynamic_batch_folds_the_epilogue() -> None:
+    func = default_schedule(dense_bias_relu())
+    # Bias and relu are computed in the write-back of the accumulator tile: no other block and
+    # no intermediate (n, 128) buffer is left.
+    assert sorted(r.block.name_hint for r in Schedule.walk_blocks(func.body)) == [
+        "Y_init",
+        "Y_local",
+        "Y_update",
+    ]
+    text = source(func)
+    assert "np.empty((n, 128)" not in text
+    assert "Y_local = np.empty((1, 8), dtype=np.float32)" in text
+    # Parallel over the 16 column tiles only; the dynamic batch runs inside, unsplit.
+    assert "prange(16)" in text and "% n" not in text and "// n" not in text
+
+
+@pytest.mark.parametrize("shape", ["nmk", (4, 16, 64)])
+def test_serial_dense_sums_in_place(shape: Any) -> None:
+    # No extent known, or too little work for threads: a serial loop would allocate an
+    # accumulator array per tile, so the dot products are summed in place, one at a time.
+    n, m, k = (te.var(s, "int64") if isinstance(s, str) else s for s in shape)
+    func = default_schedule(matmul(n, m, k, transposed_b=True))
+    assert func.attrs.get("fastmath") is True
+    assert S.ForKind.PARALLEL not in loop_kinds(func)
+    assert "C_local" not in source(func)
+    a, b, c = call(func, (4, 64), (16, 64), (4, 16), target="llvm")
+    np.testing.assert_allclose(c, a @ b.T, rtol=1e-4, atol=1e-4)
+
+
+# Batch 3 is odd: a 2-row tile would leave a partial one.
+@pytest.mark.parametrize(
+    ("target", "batch"), [("python", 1), ("python", 3), ("llvm", 1), ("llvm", 3), ("llvm", 64)]
+)
+def test_dense_rule_with_a_dynamic_batch_keeps_the_numerics(target: str, batch: int) -> None:
+    func = default_schedule(dense_bias_relu())
+    x, w, b, out = call(func, (batch, 784), (128, 784), (128,), (batch, 128), target=target)
+    np.testing.assert_allclose(out, np.maximum(x @ w.T + b, 0), rtol=1e-4, atol=1e-4)
 
 
 def test_elementwise_rule() -> None:
@@ -116,7 +181,9 @@ def test_pass_marks_functions_scheduled() -> None:
     assert mod["main"].attrs["tir.is_scheduled"] is True
 
 
-@pytest.mark.parametrize(("target", "batch"), [("python", 3), ("llvm", 1), ("llvm", 64)])
+@pytest.mark.parametrize(
+    ("target", "batch"), [("python", 3), ("llvm", 1), ("llvm", 3), ("llvm", 64)]
+)
 def test_course_mlp_through_the_default_pipeline(target: str, batch: int) -> None:
     mod = relax.get_pipeline("default")(from_source(mlp_script()))
     mod = DefaultSchedule()(mod)
