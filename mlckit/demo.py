@@ -2,7 +2,8 @@
 
 The pretrained 2-layer MLP of the MLC course becomes an IRModule with two TensorIR functions
 (``linear``, ``relu``) and a Relax ``main`` that calls them with ``R.call_tir``. The demo parses
-that text, prints the module, builds it (``relax.build``), prints the generated code, and
+that text, prints the module, applies the default loop schedule and prints the scheduled
+TensorIR, builds it (``relax.build``), prints the generated code, and
 classifies images on the virtual machine, checking the result against numpy.
 """
 
@@ -14,6 +15,7 @@ import mlckit
 from mlckit import relax
 from mlckit.datasets import CLASS_NAMES, load_fashion_mnist, load_mlp_params, mlp_reference
 from mlckit.script import from_source
+from mlckit.tir.schedule.default_schedule import DefaultSchedule
 
 # One image from each of four classes of the sprite set (90 images per class, in label order).
 IMAGE_INDICES = [10, 235, 460, 685]
@@ -96,8 +98,13 @@ def main() -> None:
     print("== 1. The MLP as an IRModule: Relax main calling TensorIR functions ==")
     mod.show()
 
-    ex = relax.build(mod, target="llvm")
-    print("\n== 2. What relax.build generated: the VM's main ... ==")
+    # relax.build would apply the default CPU schedule itself; doing it here shows the result.
+    scheduled = DefaultSchedule()(mod)
+    print("\n== 2. `linear` after the default CPU loop schedule (tiles, parallel loops) ==")
+    scheduled["linear"].show(name="linear")
+
+    ex = relax.build(scheduled, target="llvm")
+    print("\n== 3. What relax.build generated: the VM's main ... ==")
     print(ex.source("main"))
     print("== ... and the TensorIR function `linear` as Python, compiled by numba ==")
     print(ex.source("linear"))
@@ -107,7 +114,7 @@ def main() -> None:
     x = batch.reshape(len(batch), 784).astype(np.float32) / np.float32(255)
     logits = vm["main"](mlckit.nd.array(x), *weights).numpy()
     reference = mlp_reference(batch, params)
-    print(f"== 3. Predictions (max |compiled - numpy| = {np.abs(logits - reference).max():.1e}) ==")
+    print(f"== 4. Predictions (max |compiled - numpy| = {np.abs(logits - reference).max():.1e}) ==")
     for label, pred in zip(labels[IMAGE_INDICES], logits.argmax(axis=1)):
         mark = "ok" if label == pred else "WRONG"
         print(f"  true {CLASS_NAMES[label]:<12} predicted {CLASS_NAMES[pred]:<12} {mark}")

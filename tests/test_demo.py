@@ -19,7 +19,7 @@ def test_demo_runs() -> None:
     assert out.returncode == 0, out.stderr
     assert "class Module:" in out.stdout  # the IR it starts from
     assert "def linear(X, W, B, Z):" in out.stdout  # the code it generated
-    assert "== 3. Predictions" in out.stdout
+    assert "== 4. Predictions" in out.stdout
     assert out.stdout.count(" ok") == 4 and "WRONG" not in out.stdout
     assert "accuracy on all 900 images: 88.56%" in out.stdout
 
