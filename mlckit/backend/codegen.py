@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from mlckit.errors import BuildError
 from mlckit.ir.dtype import is_float
@@ -293,7 +292,7 @@ class PythonCodegen(PrimExprPrinter):
                 "compile for the cuda target"
             )
         begin = self.expr(node.min)
-        end = self.expr(E.Add(node.min, node.extent)) if not _is_zero(node.min) else None
+        end = self.expr(E.Add(node.min, node.extent)) if not E.is_const_int(node.min, 0) else None
         bounds = f"{begin}, {end}" if end is not None else self.expr(node.extent)
         # Only the outermost parallel loop becomes prange: nested prange would serialize.
         use_prange = node.kind == S.ForKind.PARALLEL and self.parallel and not self.inside_parallel
@@ -319,7 +318,7 @@ class PythonCodegen(PrimExprPrinter):
                 self.substitution[id(iv.var)] = value
             else:
                 self.emit(f"{self.names.get(iv.var, iv.var.name_hint)} = {self.expr(value)}")
-        guarded = not _is_true(node.predicate)
+        guarded = not E.is_true(node.predicate)
         if guarded:
             self.emit(f"if {self.expr(node.predicate)}:")
             self.indent += 1
@@ -413,14 +412,6 @@ def _is_widening_int_cast(source: str, dest: str) -> bool:
 
     signed = source.startswith("int") and dest.startswith("int")
     return is_int(source) and is_int(dest) and signed and bits(dest) >= bits(source)
-
-
-def _is_zero(expr: Any) -> bool:
-    return isinstance(expr, E.IntImm) and expr.value == 0
-
-
-def _is_true(expr: Any) -> bool:
-    return isinstance(expr, E.IntImm) and expr.dtype == "bool" and expr.value == 1
 
 
 def generate_function(func: PrimFunc, name: str, *, parallel: bool = True) -> GeneratedFunction:

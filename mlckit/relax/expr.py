@@ -453,7 +453,3 @@ def const(value: Any, dtype: str | None = None) -> Constant:
     elif arr.dtype == np.int64 and not isinstance(value, np.ndarray):
         arr = arr.astype("int32")
     return Constant(arr)
-
-
-def _tuple_struct_info(sinfos: Sequence[StructInfo | None]) -> StructInfo | None:
-    return TupleStructInfo(sinfos) if all(s is not None for s in sinfos) else None  # type: ignore[arg-type]

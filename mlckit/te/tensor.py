@@ -123,7 +123,7 @@ class Tensor:
         if len(indices) != self.ndim:
             raise IRError(
                 f"tensor {self.name!r} has {self.ndim} dimensions (shape "
-                f"{_shape_text(self.shape)}) but is indexed with {len(indices)} indices"
+                f"{shape_text(self.shape)}) but is indexed with {len(indices)} indices"
             )
         # A reduce axis stands for its variable (``A[i, k]``, as in TVM); a Python int index
         # takes the dtype of its dimension (int64 dims get int64 indices).
@@ -156,10 +156,11 @@ class Tensor:
         return True
 
     def __repr__(self) -> str:
-        return f"Tensor(shape={_shape_text(self.shape)}, op.name={self.op.name!r})"
+        return f"Tensor(shape={shape_text(self.shape)}, op.name={self.op.name!r})"
 
 
-def _shape_text(shape: Sequence[PrimExpr]) -> str:
+def shape_text(shape: Sequence[PrimExpr]) -> str:
+    """A shape as its script spelling: ``(n, 4)``, ``(3,)``."""
     return "(" + ", ".join(d.script() for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 

@@ -559,6 +559,16 @@ def _logical(cls: type, a: Any, b: Any) -> PrimExpr:
     return cls(a, b)
 
 
+def is_const_int(expr: Any, value: int) -> bool:
+    """Whether ``expr`` is the integer literal ``value`` (an ``IntImm`` of any dtype)."""
+    return isinstance(expr, IntImm) and expr.value == value
+
+
+def is_true(expr: Any) -> bool:
+    """Whether ``expr`` is the boolean literal ``True`` (e.g. a block with no predicate)."""
+    return isinstance(expr, IntImm) and expr.dtype == "bool" and expr.value == 1
+
+
 def _as_bool(value: Any, what: str) -> PrimExpr:
     value = convert(value)
     if value.dtype != "bool":

@@ -8,16 +8,13 @@ from typing import Any
 from mlckit import arith
 from mlckit.errors import StructInfoError
 from mlckit.ir.dtype import is_float
+from mlckit.te.tensor import shape_text
 from mlckit.tir.expr import Cast, IntImm, PrimExpr, const, convert
 
 
 def axis_names(ndim: int) -> list[str]:
     """``ax0, ax1, ...``: the index names TVM's operator library gives output dimensions."""
     return [f"ax{i}" for i in range(ndim)]
-
-
-def shape_text(shape: Sequence[PrimExpr]) -> str:
-    return "(" + ", ".join(d.script() for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 def is_one(dim: PrimExpr) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 
 from mlckit.tir import stmt as ts
 from mlckit.tir.buffer import Buffer, BufferRegion
-from mlckit.tir.expr import IntImm, IterVarType
+from mlckit.tir.expr import IterVarType, is_true
 from mlckit.tir.function import PrimFunc
 from mlckit.tir.stmt_functor import pre_order_visit
 
@@ -132,7 +132,7 @@ class _LoopDrawer:
                     f"  {kind}[{style.prim_text(dom.min)}, {style.prim_text(dom.extent)})"
                 )
             )
-        if not _is_true(realize.predicate):
+        if not is_true(realize.predicate):
             lines.append(style.code(f"where {style.prim_text(realize.predicate)}"))
         lines.append(style.code("reads  " + _regions(block.reads)))
         lines.append(style.code("writes " + _regions(block.writes)))
@@ -201,10 +201,6 @@ def _stmt_text(stmt: ts.Stmt) -> str:
         indices = style.dims_text(stmt.indices)
         return style.clip(f"{stmt.buffer.name}[{indices}] = {style.prim_text(stmt.value)}")
     return style.clip(stmt.script())
-
-
-def _is_true(expr: Any) -> bool:
-    return isinstance(expr, IntImm) and expr.dtype == "bool" and bool(expr.value)
 
 
 def loop_picture(

@@ -9,9 +9,10 @@ steps of a pipeline share the ids of everything that kept its name.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from mlckit.ir.name_supply import sanitize
 
 from . import style
 
@@ -43,7 +44,7 @@ class Picture:
     def new_id(self, prefix: str, name: str) -> str:
         """A fresh id ``prefix_name`` (with only characters Graphviz never misreads), numbered
         ``_2``, ``_3``, ... when the same name comes again."""
-        base = re.sub(r"\W", "_", f"{prefix}_{name}", flags=re.ASCII)
+        base = sanitize(f"{prefix}_{name}")
         count = self._used.get(base, 0) + 1
         self._used[base] = count
         return base if count == 1 else f"{base}_{count}"

@@ -21,7 +21,9 @@ from mlckit.errors import MLCError
 from mlckit.ir.module import GlobalVar, IRModule
 from mlckit.ir.op import Op
 from mlckit.relax import expr as rx
+from mlckit.relax.analysis import used_vars
 from mlckit.relax.analysis.op_pattern import OpPatternKind, analyze_op_pattern
+from mlckit.relax.transform.legalize_ops.common import get_legalize
 from mlckit.tir.function import PrimFunc
 
 from . import style
@@ -214,7 +216,7 @@ class _DataflowDrawer:
         if isinstance(expr, (GlobalVar, rx.ExternFunc, Op)):
             return []
         return [
-            pair for var in _used_vars(expr) for pair in self._sources(var, cluster, env, prefix)
+            pair for var in used_vars(expr) for pair in self._sources(var, cluster, env, prefix)
         ]
 
     def _edge(self, tail: str, head: str, sinfo: Any) -> None:
@@ -292,7 +294,7 @@ class _DataflowDrawer:
 
     def _op_pattern(self, call: rx.Call) -> OpPatternKind | None:
         """The pattern of the PrimFunc this call legalizes to (None when it does not)."""
-        legalize = call.op.get_attr("FLegalize")
+        legalize = get_legalize(call.op)
         if legalize is None:
             return None
         key = (
@@ -331,22 +333,6 @@ def _literal_text(expr: Any) -> str:
     if isinstance(expr, rx.PrimValue):
         return style.prim_text(expr.value)
     return repr(getattr(expr, "value", type(expr).__name__))
-
-
-def _used_vars(expr: Any) -> list[rx.Var]:
-    """The relax variables an expression reads, in order, each once."""
-    from mlckit.relax.expr_functor import ExprVisitor
-
-    found: dict[rx.Var, None] = {}
-
-    class Uses(ExprVisitor):
-        def visit_var_(self, op: rx.Var) -> None:
-            found[op] = None
-
-        visit_dataflow_var_ = visit_var_
-
-    Uses().visit_expr(expr)
-    return list(found)
 
 
 def dataflow_picture(

@@ -130,10 +130,10 @@ def compact_sinfo(sinfo: Any) -> str:
 def shape_text(sinfo: Any) -> str:
     """What an edge carries: a tensor's shape ``(n, 256)``, else the compact struct info."""
     from mlckit.relax.struct_info import TensorStructInfo
+    from mlckit.relax.utils import format_shape
 
     if isinstance(sinfo, TensorStructInfo) and sinfo.shape_values is not None:
-        values = sinfo.shape_values
-        return f"({dims_text(values)}{',' if len(values) == 1 else ''})"
+        return format_shape(sinfo.shape_values)
     return compact_sinfo(sinfo) if sinfo is not None else ""
 
 

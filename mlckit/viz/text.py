@@ -7,7 +7,6 @@ printer's :func:`mlckit.script.printer.highlight_html`, so a notebook needs no s
 from __future__ import annotations
 
 import difflib
-import functools
 import html as htmllib
 from dataclasses import dataclass
 from typing import Any
@@ -172,20 +171,9 @@ def _cell(content: str, colour: str | None = None) -> str:
     return f'<td style="{background}text-align: left; padding: 0 6px">{content}</td>'
 
 
-@functools.cache
-def _highlighter() -> tuple[Any, Any]:
-    from pygments.formatters import HtmlFormatter
-    from pygments.lexers import PythonLexer
-
-    return PythonLexer(), HtmlFormatter(nowrap=True, noclasses=True)
-
-
 def _line(text: str) -> str:
     """One line of TVMScript highlighted (inline styles, no surrounding block)."""
-    from pygments import highlight
-
-    lexer, formatter = _highlighter()
-    return highlight(text, lexer, formatter).rstrip("\n")
+    return highlight_html(text, inline=True)
 
 
 def diff(

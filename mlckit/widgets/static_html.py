@@ -15,6 +15,8 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from mlckit.errors import MLCError
+
 # Shared by the live widgets, so a step looks the same in a notebook and in the book.
 ERROR_STYLE = (
     "border-left: 4px solid #B3261E; background: #FDECEA; color: #5F1410; padding: 6px 10px; "
@@ -69,6 +71,10 @@ class StaticStep:
     body: str
 
 
+class StaticStepsError(MLCError, ValueError):
+    """A :class:`StaticSteps` was built with no steps, or with ``start`` outside them."""
+
+
 @dataclass(frozen=True)
 class StaticSteps:
     """Steps shown one at a time by a slider and prev/next buttons, as one HTML fragment.
@@ -86,9 +92,12 @@ class StaticSteps:
 
     def __post_init__(self) -> None:
         if not self.steps:
-            raise ValueError("StaticSteps needs at least one step")
+            raise StaticStepsError(f"StaticSteps {self.title!r}: needs at least one step, got none")
         if not 0 <= self.start < len(self.steps):
-            raise ValueError(f"start={self.start} is not a step (0 to {len(self.steps) - 1})")
+            raise StaticStepsError(
+                f"StaticSteps {self.title!r}: start={self.start} is not a step "
+                f"(0 to {len(self.steps) - 1})"
+            )
 
     @property
     def element_id(self) -> str:

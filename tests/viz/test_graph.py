@@ -200,3 +200,42 @@ def test_no_dot_program_degrades_to_text():
         "assert len(msgs) == 1 and 'pip install graphviz-pure' in msgs[0], msgs\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _small_nodes() -> dict[str, object]:
+    """One of each small node kind a student meets inside a bigger program."""
+    from mlckit.relax.expr import Attrs
+
+    a = tir.decl_buffer((4, 4), "float32", name="A")
+    region = tir.BufferRegion(a, [tir.Range(0, 4), tir.Range(0, 2)])
+    c = relax.Var("c", relax.TensorStructInfo((), "bool"))
+    x = relax.Var("x", relax.TensorStructInfo((2,), "float32"))
+    s = relax.Var("s", relax.ObjectStructInfo())
+    memory = relax.op.memory
+    return {
+        "Attrs": Attrs({"axis": 1}),
+        "Range": tir.Range(0, 4),
+        "IterVar": tir.IterVar(tir.Range(0, 4), tir.Var("i", "int32"), tir.IterVar.DataPar),
+        "BufferRegion": region,
+        "MatchBufferRegion": tir.MatchBufferRegion(tir.decl_buffer((4, 2), name="B"), region),
+        "ExternFunc": relax.ExternFunc("my_func"),
+        "DataTypeImm": relax.DataTypeImm("float32"),
+        "ObjectStructInfo": relax.ObjectStructInfo(),
+        "PrimStructInfo": relax.PrimStructInfo("int64"),
+        "ShapeStructInfo": relax.ShapeStructInfo(ndim=2),
+        "TupleStructInfo": relax.TupleStructInfo([x.struct_info, relax.ShapeStructInfo([2])]),
+        "If": relax.If(c, x, x),
+        "alloc_storage": memory.alloc_storage(relax.ShapeExpr([8]), 0, "global", "uint8"),
+        "alloc_tensor": memory.alloc_tensor(s, 0, relax.ShapeExpr([2]), "float32"),
+        "kill_storage": memory.kill_storage(s),
+        "kill_tensor": memory.kill_tensor(x),
+    }
+
+
+@pytest.mark.parametrize("kind", list(_small_nodes()))
+def test_every_small_node_prints_and_draws(kind):
+    node = _small_nodes()[kind]
+    text = node.script()
+    assert text and repr(node) == text
+    assert viz.graph(node).source.startswith("digraph")
+    assert "<pre" in viz.html(node)

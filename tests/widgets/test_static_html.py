@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mlckit import relax
+from mlckit.errors import MLCError
 from mlckit.widgets import PassStepper, StaticStep, StaticSteps
 
 CHROMIUM = shutil.which("chromium")
@@ -46,6 +47,8 @@ def test_a_stepper_needs_steps_and_a_valid_start():
         StaticSteps("empty", ())
     with pytest.raises(ValueError, match="start=3"):
         StaticSteps("demo", three_steps().steps, start=3)
+    with pytest.raises(MLCError, match="'empty'"):  # a user-facing error names the stepper
+        StaticSteps("empty", ())
 
 
 class _Steps(HTMLParser):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlckit.ir.module import IRModule
+from mlckit.ir.module import GlobalVar, IRModule
 
 from ..expr import (
     Binding,
@@ -55,21 +55,35 @@ def name_to_binding(func: Function) -> dict[str, list[Binding]]:
 
 
 class _UsedVars(ExprVisitor):
-    """The relax variables an expression reads (by identity)."""
-
     def __init__(self) -> None:
-        self.used: set[int] = set()
+        self.found: dict[Var, None] = {}
 
     def visit_var_(self, op: Var) -> None:
-        self.used.add(id(op))
+        self.found[op] = None
 
     visit_dataflow_var_ = visit_var_
 
 
-def _used_vars(expr: Expr) -> set[int]:
+def used_vars(expr: Expr) -> list[Var]:
+    """The relax variables ``expr`` reads (not those it binds), each once, in order of first use."""
     visitor = _UsedVars()
     visitor.visit_expr(expr)
-    return visitor.used
+    return list(visitor.found)
+
+
+class _GlobalVars(ExprVisitor):
+    def __init__(self) -> None:
+        self.found: dict[GlobalVar, None] = {}
+
+    def visit_global_var_(self, op: GlobalVar) -> None:
+        self.found[op] = None
+
+
+def all_global_vars(expr: Expr) -> list[GlobalVar]:
+    """The module functions ``expr`` refers to (calls, call_tir, ...), each once, in order."""
+    visitor = _GlobalVars()
+    visitor.visit_expr(expr)
+    return list(visitor.found)
 
 
 def remove_all_unused(func: Any) -> Any:
@@ -123,7 +137,7 @@ def _clean_seq(seq: SeqExpr) -> SeqExpr:
         blocks.append((block, bindings))
 
     # Walk backwards: a binding is live if something after it (or the result) reads it.
-    live = _used_vars(seq.body)
+    live = set(used_vars(seq.body))
     live_dims = {id(v) for v in tir_vars_in_struct_info(seq.body.struct_info_)}
     kept_blocks: list[BindingBlock] = []
     for block, bindings in reversed(blocks):
@@ -131,7 +145,7 @@ def _clean_seq(seq: SeqExpr) -> SeqExpr:
         for binding in reversed(bindings):
             value = binding.value  # type: ignore[attr-defined]
             removable = isinstance(block, DataflowBlock) or isinstance(value, Function)
-            needed = id(binding.var) in live
+            needed = binding.var in live
             if isinstance(binding, MatchCast):
                 needed = needed or any(
                     id(v) in live_dims
@@ -141,7 +155,7 @@ def _clean_seq(seq: SeqExpr) -> SeqExpr:
                 changed = True
                 continue
             kept.append(binding)
-            live |= _used_vars(value)
+            live.update(used_vars(value))
             live_dims.update(id(v) for v in tir_vars_in_struct_info(binding.var.struct_info_))
         if kept:
             kept.reverse()
@@ -154,4 +168,4 @@ def _clean_seq(seq: SeqExpr) -> SeqExpr:
     return SeqExpr(kept_blocks, seq.body, span=seq.span)
 
 
-__all__ = ["get_var2val", "name_to_binding", "remove_all_unused"]
+__all__ = ["all_global_vars", "get_var2val", "name_to_binding", "remove_all_unused", "used_vars"]

@@ -14,21 +14,10 @@ from collections.abc import Sequence
 
 from mlckit.errors import MLCError
 from mlckit.ir import transform
-from mlckit.ir.module import GlobalVar, IRModule
+from mlckit.ir.module import IRModule
 
-from ..analysis import remove_all_unused
+from ..analysis import all_global_vars, remove_all_unused
 from ..expr import Function
-from ..expr_functor import ExprVisitor
-
-
-class _CalledFunctions(ExprVisitor):
-    """The names of the module functions an expression refers to (calls, call_tir, ...)."""
-
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def visit_global_var_(self, op: GlobalVar) -> None:
-        self.names.add(op.name_hint)
 
 
 def _entry_names(mod: IRModule, entry_functions: Sequence[str] | None) -> set[str]:
@@ -60,9 +49,7 @@ def _remove_unreachable(mod: IRModule, entries: set[str]) -> IRModule:
         reachable.add(name)
         func = mod[name]
         if isinstance(func, Function):
-            collector = _CalledFunctions()
-            collector.visit_expr(func)
-            pending.extend(collector.names - reachable)
+            pending.extend({gv.name_hint for gv in all_global_vars(func)} - reachable)
     for gv in list(mod.functions):
         if gv.name_hint not in reachable:
             mod.remove(gv)

@@ -41,6 +41,7 @@ from ..expr import (
 from ..expr_functor import ExprMutator
 from ..struct_info import TensorStructInfo
 from ..utils import const_int
+from .legalize_ops.common import get_legalize
 
 # Arguments a legalized operator may take besides constant tensors: compile-time values.
 _STATIC_LEAVES = (Constant, PrimValue, ShapeExpr, StringImm, DataTypeImm)
@@ -97,7 +98,7 @@ class _ConstantFolder(ExprMutator):
 
     # ------------------------------------------------------------------ evaluation
     def _legalize_and_run(self, call: Call) -> Expr | None:
-        legalize = call.op.get_attr("FLegalize")
+        legalize = get_legalize(call.op)
         if legalize is None or not call.args:
             return None
         if not all(isinstance(a, _STATIC_LEAVES) for a in call.args):

@@ -38,14 +38,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import networkx as nx
-
 from mlckit.ir import transform
 from mlckit.ir.module import GlobalVar, IRModule
 from mlckit.ir.op import Op
 from mlckit.tir.expr import Var as TirVar
 from mlckit.tir.function import PrimFunc
 
+from ..analysis.analysis import used_vars
 from ..analysis.op_pattern import OpPatternKind as K
 from ..analysis.struct_info_analysis import substitute_struct_info, tir_vars_in_struct_info
 from ..block_builder import BlockBuilder
@@ -63,7 +62,7 @@ from ..expr import (
     Var,
     VarBinding,
 )
-from ..expr_functor import ExprMutator, ExprVisitor
+from ..expr_functor import ExprMutator
 
 _SINK = -1  # the virtual node every path from a node to the block's end ends at
 
@@ -83,22 +82,6 @@ class _Group:
         return group
 
 
-class _UsedVars(ExprVisitor):
-    def __init__(self) -> None:
-        self.vars: list[Var] = []
-
-    def visit_var_(self, op: Var) -> None:
-        self.vars.append(op)
-
-    visit_dataflow_var_ = visit_var_
-
-
-def _used_vars(expr: Expr) -> list[Var]:
-    visitor = _UsedVars()
-    visitor.visit_expr(expr)
-    return visitor.vars
-
-
 def _node_pattern(value: Expr, mod: IRModule) -> K:
     if isinstance(value, TupleGetItem):
         return K.kInjective
@@ -114,11 +97,13 @@ class _Partitioner:
     """Steps 1-3 of the module docstring for the bindings of one dataflow block."""
 
     def __init__(self, bindings: tuple[Binding, ...], mod: IRModule):
+        import networkx as nx  # deferred: a heavy import, needed only when fusing
+
         index_of = {b.var: i for i, b in enumerate(bindings)}
         self.graph = nx.DiGraph()
         self.graph.add_nodes_from(range(len(bindings)))
         for i, binding in enumerate(bindings):
-            for var in _used_vars(binding.value):  # type: ignore[attr-defined]
+            for var in used_vars(binding.value):  # type: ignore[attr-defined]
                 if var in index_of:
                     self.graph.add_edge(index_of[var], i)
         self.groups = [
@@ -193,6 +178,8 @@ class _Fusor(ExprMutator):
     """Step 4: rewrites each dataflow block, adding the grouped functions to the module."""
 
     def visit_dataflow_block_(self, block: DataflowBlock) -> DataflowBlock:
+        import networkx as nx  # deferred: a heavy import, needed only when fusing
+
         bindings = block.bindings
         roots = _Partitioner(bindings, self.builder_.context_mod).run()
         index_of = {b.var: i for i, b in enumerate(bindings)}
@@ -211,7 +198,7 @@ class _Fusor(ExprMutator):
         order = nx.DiGraph()
         order.add_nodes_from(set(unit))
         for i, binding in enumerate(bindings):
-            for var in _used_vars(binding.value):  # type: ignore[attr-defined]
+            for var in used_vars(binding.value):  # type: ignore[attr-defined]
                 j = index_of.get(var)
                 if j is not None and unit[j] != unit[i]:
                     order.add_edge(unit[j], unit[i])
@@ -226,7 +213,7 @@ class _Fusor(ExprMutator):
 
     def _emit_group(self, group: list[Binding], block: tuple[Binding, ...]) -> None:
         defined = {b.var for b in group}
-        used_outside = {v for b in block if b not in group for v in _used_vars(b.value)}  # type: ignore[attr-defined]
+        used_outside = {v for b in block if b not in group for v in used_vars(b.value)}  # type: ignore[attr-defined]
         outputs = [
             b.var for b in group if not isinstance(b.var, DataflowVar) or b.var in used_outside
         ]

@@ -20,8 +20,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import networkx as nx
-
 from mlckit.errors import MLCError
 from mlckit.ir import transform
 from mlckit.ir.module import GlobalVar, IRModule
@@ -269,6 +267,8 @@ class _PatternFuser:
 
     # ------------------------------------------------------------------ rewriting
     def _rebuild(self, block: DataflowBlock, groups: list[_Group]) -> list[Binding]:
+        import networkx as nx  # deferred: a heavy import, needed only when fusing
+
         bindings = block.bindings
         position = {b.var: i for i, b in enumerate(bindings)}
         usages = _usages(bindings)

@@ -40,9 +40,10 @@ from mlckit.tir.function import PrimFunc
 from mlckit.tir.stmt import Block, BlockRealize, For, LetStmt, SeqStmt, Stmt
 from mlckit.tir.stmt_functor import StmtExprMutator, substitute
 
+from ..analysis.analysis import all_global_vars
 from ..expr import Call, DataflowBlock, Expr, Function, Tuple, TupleGetItem, VarBinding
 from ..expr import Var as RelaxVar
-from ..expr_functor import ExprMutator, ExprVisitor
+from ..expr_functor import ExprMutator
 from ..op.base import call_tir
 from ..struct_info import TensorStructInfo
 
@@ -223,14 +224,6 @@ class _FusedFuncBuilder:
         self.stmts.append(inliner.visit(body))
 
 
-class _GlobalVarCollector(ExprVisitor):
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def visit_global_var_(self, op: GlobalVar) -> None:
-        self.names.add(op.name_hint)
-
-
 class _CallRewriter(ExprMutator):
     """Replaces each call of a fused relax function by a call_tir of its PrimFunc."""
 
@@ -268,11 +261,13 @@ def FuseTIR() -> transform.Pass:
             if isinstance(func, Function):
                 rewriter.builder_.update_func(gv, rewriter.visit_expr(func))
         result = rewriter.builder_.get()
-        used = _GlobalVarCollector()
-        for func in result.functions.values():
-            if isinstance(func, Function):
-                used.visit_expr(func)
-        for name in callees - used.names - set(fused):
+        used = {
+            gv.name_hint
+            for func in result.functions.values()
+            if isinstance(func, Function)
+            for gv in all_global_vars(func)
+        }
+        for name in callees - used - set(fused):
             result.remove(name)
         return result
 

@@ -42,6 +42,7 @@ from mlckit.ir.op import Op
 from mlckit.tir import expr as E
 from mlckit.tir.function import PrimFunc
 
+from ..analysis.analysis import used_vars
 from ..expr import (
     BindingBlock,
     Call,
@@ -163,9 +164,7 @@ class _TokenInit(_TokenWalker):
             self.seq(value.true_branch)
             self.seq(value.false_branch)
         elif isinstance(value, Function):
-            captured = _VarCollector()
-            captured.visit_expr(value)
-            for var in captured.vars:
+            for var in used_vars(value):
                 self.discard(self.tokens_of(var))
         else:
             self.var_tokens[binding.var] = self.tokens_of(value)
@@ -208,16 +207,6 @@ class _TokenInit(_TokenWalker):
     def discard(tokens: Tokens) -> None:
         for token in _leaves(tokens):
             token.discarded = True
-
-
-class _VarCollector(ExprVisitor):
-    def __init__(self) -> None:
-        self.vars: list[Var] = []
-
-    def visit_var_(self, op: Var) -> None:
-        self.vars.append(op)
-
-    visit_dataflow_var_ = visit_var_
 
 
 class _Planner(_TokenWalker):

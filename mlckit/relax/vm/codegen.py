@@ -24,6 +24,7 @@ from mlckit.ir.name_supply import NameSupply
 from mlckit.ir.op import Op
 from mlckit.tir import expr as E
 
+from ..analysis.analysis import used_vars
 from ..expr import (
     Call,
     Constant,
@@ -42,7 +43,6 @@ from ..expr import (
     Var,
     VarBinding,
 )
-from ..expr_functor import ExprVisitor
 from ..struct_info import (
     PrimStructInfo,
     ShapeStructInfo,
@@ -91,9 +91,7 @@ class RelaxToPython:
         self.kernel_names = kernel_names
         self.constants = constants
         # Variables read somewhere: a call made only for its effect binds nothing otherwise.
-        used = _UsedVars()
-        used.visit_expr(func)
-        self.used = used.vars
+        self.used = set(used_vars(func))
         # The size in bytes of each storage of R.memory.alloc_storage, to check views against.
         self.storage_sizes: dict[Var, E.PrimExpr] = {}
         self.names = NameSupply(VM_RUNTIME_NAMES | set(globals_.values()))
@@ -447,16 +445,6 @@ class RelaxToPython:
         if isinstance(expr, SeqExpr):
             return self.seq_expr(expr)
         raise BuildError(f"{self.func_label()}: cannot build the expression {type(expr).__name__}")
-
-
-class _UsedVars(ExprVisitor):
-    def __init__(self) -> None:
-        self.vars: set[Var] = set()
-
-    def visit_var_(self, op: Var) -> None:
-        self.vars.add(op)
-
-    visit_dataflow_var_ = visit_var_
 
 
 def _tuple_text(items: list[str]) -> str:

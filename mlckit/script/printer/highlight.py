@@ -6,13 +6,15 @@ import sys
 from typing import Any
 
 
-def highlight_html(text: str) -> str:
-    """``text`` as a self-contained HTML block with Python syntax colors (inline styles)."""
+def highlight_html(text: str, *, inline: bool = False) -> str:
+    """``text`` as a self-contained HTML block with Python syntax colors (inline styles);
+    ``inline=True`` gives the colored spans alone, with no surrounding block (one diff line)."""
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
     from pygments.lexers import PythonLexer
 
-    return highlight(text, PythonLexer(), HtmlFormatter(noclasses=True))
+    html = highlight(text, PythonLexer(), HtmlFormatter(nowrap=inline, noclasses=True))
+    return html.rstrip("\n") if inline else html
 
 
 def highlight_terminal(text: str) -> str:

@@ -90,7 +90,7 @@ def _nest(sch: Schedule, block: BlockRV) -> _Nest | None:
         if not isinstance(value, E.Var) or id(value) not in position:
             return None
         loop_of[id(iv.var)] = position[id(value)]
-    if len(set(loop_of.values())) != len(loops) or not _is_true(realize.predicate):
+    if len(set(loop_of.values())) != len(loops) or not E.is_true(realize.predicate):
         return None
     if any(loop.kind != S.ForKind.SERIAL for loop in loops):
         return None  # somebody scheduled it already
@@ -103,10 +103,6 @@ def _only_block_under(loop: S.For, realize: S.BlockRealize) -> bool:
     while isinstance(node, S.For):
         node = node.body
     return node is realize
-
-
-def _is_true(expr: E.PrimExpr) -> bool:
-    return isinstance(expr, E.IntImm) and bool(expr.value)
 
 
 def _is_spatial(block: S.Block) -> bool:

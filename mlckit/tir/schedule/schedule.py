@@ -169,7 +169,10 @@ class Schedule:
         """The loops enclosing ``target`` (outermost first), up to the nearest block."""
         path = _path_to(self.func.body, target)
         if path is None:
-            raise ScheduleError("internal: statement not found in the function")
+            raise ScheduleError(
+                f"the statement is not in function {self.func_name!r} any more (it was "
+                "taken from another schedule or from before an earlier step)"
+            )
         loops: list[S.For] = []
         for node in path[:-1]:
             if isinstance(node, S.For):
@@ -188,7 +191,9 @@ class Schedule:
         replacer = _Replace(old, new)
         body = replacer.visit(self.func.body)
         if not replacer.done:
-            raise ScheduleError("internal: the statement to replace is not in the function")
+            raise ScheduleError(
+                f"the statement to replace is not in function {self.func_name!r} any more"
+            )
         self._mod[self.func_name] = self.func.with_body(body)
 
     def set_func(self, func: PrimFunc) -> None:

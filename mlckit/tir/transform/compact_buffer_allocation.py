@@ -232,7 +232,7 @@ def _plan(candidate: _Candidate, analyzer: Analyzer) -> _Plan | None:
         else:
             shape.append(extent)
             offsets.append(low)
-    unchanged = home is candidate.owner and all(_is_zero(o) for o in offsets)
+    unchanged = home is candidate.owner and all(E.is_const_int(o, 0) for o in offsets)
     if unchanged:
         return None
     new = Buffer(None, buffer.dtype, shape, name=buffer.name, scope=buffer.scope)
@@ -244,10 +244,6 @@ def _fold(op: type, values: list[E.PrimExpr], analyzer: Analyzer) -> E.PrimExpr:
     for value in values[1:]:
         result = analyzer.simplify(op(result, value))
     return result
-
-
-def _is_zero(value: E.PrimExpr) -> bool:
-    return isinstance(value, E.IntImm) and value.value == 0
 
 
 class _Rewriter(StmtExprMutator):
@@ -268,7 +264,7 @@ class _Rewriter(StmtExprMutator):
 
     def offset(self, plan: _Plan, indices: tuple[E.PrimExpr, ...]) -> list[E.PrimExpr]:
         return [
-            index if _is_zero(low) else self.analyzer.simplify(self.resolve(index) - low)
+            index if E.is_const_int(low, 0) else self.analyzer.simplify(self.resolve(index) - low)
             for index, low in zip(indices, plan.offsets)
         ]
 

@@ -83,3 +83,24 @@ def test_bad_splits_raise_and_leave_the_schedule_unchanged():
         sch.split(j, factors=[None, 2])
     with pytest.raises(ScheduleError, match="no block named 'Z'.*blocks: Y, C"):
         sch.get_block("Z")
+
+
+def test_split_by_another_symbolic_extent_is_not_taken_as_exact():
+    # Two different shape variables are different extents (not "equal up to renaming"):
+    # splitting a loop over n by [m, 1] cannot be proven to cover it.
+    @T.prim_func
+    def copy(a: T.handle, b: T.handle):
+        n = T.int32()
+        m = T.int32()
+        A = T.match_buffer(a, (n,), "float32")
+        B = T.match_buffer(b, (m,), "float32")
+        for i in range(n):
+            with T.block("B"):
+                vi = T.axis.spatial(n, i)
+                B[vi] = A[vi]
+
+    sch = tir.Schedule(copy)
+    (i,) = sch.get_loops(sch.get_block("B"))
+    m = copy.buffer_map[copy.params[1]].shape[0]
+    with pytest.raises(ScheduleError, match="less than its extent"):
+        sch.split(i, [m, 1])

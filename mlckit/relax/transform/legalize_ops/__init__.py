@@ -40,7 +40,7 @@ from . import (
     ternary,
     unary,
 )
-from .common import LegalizeFunc, register_legalize
+from .common import LegalizeFunc, get_legalize, register_legalize
 
 # Calls that already name the code they run: never legalized, and not worth a warning.
 _LOW_LEVEL_OPS = frozenset({"relax.call_tir", "relax.call_dps_packed", "relax.call_pure_packed"})
@@ -76,7 +76,7 @@ class _Legalizer(ExprMutator):
         call = self.visit_expr_post_order(op)
         if not isinstance(call.op, Op) or call.op.name in _LOW_LEVEL_OPS:
             return call
-        legalize = self.custom.get(call.op.name) or call.op.get_attr("FLegalize")
+        legalize = self.custom.get(call.op.name) or get_legalize(call.op)
         if legalize is None:
             if self.enable_warning:
                 warnings.warn(

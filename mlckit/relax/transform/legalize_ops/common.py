@@ -33,6 +33,7 @@ def register_legalize(op_name: str, legalize: LegalizeFunc | None = None) -> Any
 
 
 def get_legalize(op: Op) -> LegalizeFunc | None:
+    """The legalization registered for ``op`` (its ``FLegalize`` attribute), or None."""
     return op.get_attr("FLegalize")
 
 

@@ -193,7 +193,7 @@ def _split_predicate(pred: E.PrimExpr, inner_ids: set[int]) -> tuple[E.PrimExpr,
         cond = stack.pop()
         if isinstance(cond, E.And):
             stack.extend([cond.b, cond.a])
-        elif isinstance(cond, E.IntImm) and cond.value == 1:
+        elif E.is_true(cond):
             continue
         else:
             (inner if used_vars(cond) & inner_ids else outer).append(cond)

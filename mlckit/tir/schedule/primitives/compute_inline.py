@@ -19,7 +19,6 @@ from .compute_location import (
     block_names,
     check_sole_writer,
     edit_function,
-    is_true,
     neighbours,
     removal_root,
 )
@@ -89,7 +88,7 @@ def reverse_compute_inline(sch: Schedule, block: BlockRV) -> None:
     realize = sch.block_realize(block)
     name = repr(realize.block.name_hint)
     store = _single_store(kind, realize)
-    if not is_true(realize.predicate):
+    if not E.is_true(realize.predicate):
         raise ScheduleError(
             f"{kind}: block {name} has a predicate (T.where); its producer would compute "
             "elements the predicate leaves out"

@@ -10,7 +10,7 @@ the producers write). They are one mechanism, :func:`_move_under_loop`, seen fro
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from mlckit.arith import Analyzer
 from mlckit.errors import ScheduleError
@@ -130,8 +130,8 @@ def _move_under_loop(
     ranges = _iter_ranges(kind, analyzer, block, own, regions, exact=not forward)
     nest = _loop_nest(analyzer, block, ranges, preserve_unit_loops)
 
-    def insert(loop: S.Stmt) -> list[S.Stmt]:
-        assert isinstance(loop, S.For)
+    def insert(stmt: S.Stmt) -> list[S.Stmt]:
+        loop = cast(S.For, stmt)  # the rebuilt ``target``: a mutator rebuilds a For as a For
         return [loop.with_fields(body=insert_stmt(loop.body, position, nest))]
 
     edit_function(
@@ -230,7 +230,7 @@ def _iter_ranges(
             offset = analyzer.simplify(rng.min - used[0])
             if (
                 len(used) > 1
-                or not _is_one(rng.extent)
+                or not E.is_const_int(rng.extent, 1)
                 or any(id(v) in iter_vars for v in collect_vars(offset))
             ):
                 unsolved.extend(used)
@@ -276,7 +276,7 @@ def _loop_nest(
     guards: list[E.PrimExpr] = []
     for iv, (lo, hi) in zip(block.iter_vars, ranges):
         extent = analyzer.simplify(hi - lo + 1)
-        if _is_one(extent) and not preserve_unit_loops:
+        if E.is_const_int(extent, 1) and not preserve_unit_loops:
             value = lo
         else:
             var = E.Var(f"ax{len(loops)}", iv.var.dtype)
@@ -291,7 +291,7 @@ def _loop_nest(
             guards.append(value < dom_end)
     predicate: E.PrimExpr = E.convert(True)
     for guard in guards:
-        predicate = guard if is_true(predicate) else E.And(predicate, guard)
+        predicate = guard if E.is_true(predicate) else E.And(predicate, guard)
     body: S.Stmt = S.BlockRealize(values, analyzer.simplify(predicate), block)
     for var, start, extent in reversed(loops):
         body = S.For(var, start, extent, S.ForKind.SERIAL, body)
@@ -340,7 +340,10 @@ def removal_root(sch: Schedule, realize: S.BlockRealize, kind: str) -> S.Stmt:
     """The statement to delete to take a block out of the program: the block with the loops
     around it that hold nothing else."""
     path = _path_to(sch.func.body, realize)
-    assert path is not None, "the block is in the function"
+    if path is None:
+        raise ScheduleError(
+            f"{kind}: block {realize.block.name_hint!r} is not in the function being scheduled"
+        )
     node: S.Stmt = realize
     for parent in reversed(path[:-1]):
         if not isinstance(parent, S.For):
@@ -386,14 +389,6 @@ class _Edit(StmtExprMutator):
         if not stmts:
             raise ScheduleError(f"{self.kind}: removing a statement would leave a body empty")
         return S.SeqStmt.flatten(stmts)
-
-
-def _is_one(expr: E.PrimExpr) -> bool:
-    return isinstance(expr, E.IntImm) and expr.value == 1
-
-
-def is_true(expr: E.PrimExpr) -> bool:
-    return isinstance(expr, E.IntImm) and expr.dtype == "bool" and expr.value == 1
 
 
 def block_names(blocks: Iterable[S.BlockRealize]) -> str:

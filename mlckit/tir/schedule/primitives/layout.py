@@ -256,8 +256,8 @@ class _Relayout(StmtExprMutator):
         if op.buffer is not self.old:
             return op if region is op.region else BufferRegion(op.buffer, region)
         # Point dimensions substitute; ranged ones relax the map over their range.
-        points = {p: r.min for p, r in zip(self.params, region) if _is_one(r.extent)}
-        dom = {p: r for p, r in zip(self.params, region) if not _is_one(r.extent)}
+        points = {p: r.min for p, r in zip(self.params, region) if E.is_const_int(r.extent, 1)}
+        dom = {p: r for p, r in zip(self.params, region) if not E.is_const_int(r.extent, 1)}
         ranges = []
         for out, dim in zip(self.outputs, self.new.shape):
             value = self.analyzer.simplify(substitute(out, points))
@@ -271,7 +271,3 @@ class _Relayout(StmtExprMutator):
             extent = self.analyzer.simplify(bounds.max_value - bounds.min_value + 1)
             ranges.append(E.Range.from_min_extent(bounds.min_value, extent))
         return BufferRegion(self.new, ranges)
-
-
-def _is_one(expr: E.PrimExpr) -> bool:
-    return isinstance(expr, E.IntImm) and expr.value == 1

@@ -72,13 +72,13 @@ def split(
     for value in extents:
         total = total * value
     total = analyzer.simplify(total)
-    covers = analyzer.can_prove(total >= extent) if not _same(total, extent) else True
+    covers = analyzer.can_prove(total >= extent) if not expr_deep_equal(total, extent) else True
     if not covers:
         raise ScheduleError(
             f"split: the factors {_text(extents)} of loop {_name(node)} multiply to "
             f"{total}, less than its extent {extent}"
         )
-    exact = _same(total, extent) or analyzer.can_prove_equal(total, extent)
+    exact = expr_deep_equal(total, extent) or analyzer.can_prove_equal(total, extent)
     new_vars = [E.Var(f"{node.loop_var.name_hint}_{i}", dtype) for i in range(len(extents))]
     fused: E.PrimExpr = new_vars[0]
     for var, ext in zip(new_vars[1:], extents[1:]):
@@ -101,7 +101,7 @@ def add_predicate(stmt: S.Stmt, condition: E.PrimExpr) -> S.Stmt:
 
     class AddPredicate(StmtExprMutator):
         def visit_block_realize_(self, op: S.BlockRealize) -> S.Stmt:
-            predicate = condition if _is_true(op.predicate) else E.And(op.predicate, condition)
+            predicate = condition if E.is_true(op.predicate) else E.And(op.predicate, condition)
             return op.with_fields(predicate=simplify(predicate))
 
     return AddPredicate().visit(stmt)
@@ -474,16 +474,6 @@ def _describe(node: S.Block | S.For) -> str:
     if isinstance(node, S.Block):
         return f"block {node.name_hint!r}"
     return f"loop {_name(node)}"
-
-
-def _is_true(expr: E.PrimExpr) -> bool:
-    return isinstance(expr, E.IntImm) and expr.dtype == "bool" and expr.value == 1
-
-
-def _same(a: E.PrimExpr, b: E.PrimExpr) -> bool:
-    from mlckit.ir import structural_equal
-
-    return a is b or structural_equal(a, b)
 
 
 def _name(loop: S.For) -> str:

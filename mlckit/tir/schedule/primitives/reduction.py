@@ -15,7 +15,7 @@ from ... import stmt as S
 from ...analysis import collect_vars, infer_block_regions
 from ...stmt_functor import substitute
 from ..schedule import BlockRV, LoopRV, Schedule, primitive
-from .compute_location import edit_function, is_true
+from .compute_location import edit_function
 
 
 @primitive("decompose_reduction")
@@ -92,7 +92,7 @@ def decompose_reduction(sch: Schedule, block: BlockRV, loop: LoopRV) -> BlockRV:
     ]
     predicate: E.PrimExpr = E.convert(True)
     for conjunct in kept:
-        predicate = conjunct if is_true(predicate) else E.And(predicate, conjunct)
+        predicate = conjunct if E.is_true(predicate) else E.And(predicate, conjunct)
     nest: S.Stmt = S.BlockRealize(
         [substitute(value, copies) for _, value in spatial], predicate, init_block
     )
@@ -120,6 +120,6 @@ def decompose_reduction(sch: Schedule, block: BlockRV, loop: LoopRV) -> BlockRV:
 def _conjuncts(cond: E.PrimExpr) -> list[E.PrimExpr]:
     if isinstance(cond, E.And):
         return _conjuncts(cond.a) + _conjuncts(cond.b)
-    if is_true(cond):
+    if E.is_true(cond):
         return []
     return [cond]
