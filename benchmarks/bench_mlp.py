@@ -27,7 +27,7 @@ import numpy as np
 
 import mlckit
 from mlckit import relax
-from mlckit.datasets import load_mlp_params
+from mlckit.datasets import mlp_params
 from mlckit.demo import mlp_script
 from mlckit.script import from_source
 
@@ -80,7 +80,7 @@ def fresh_build(cache: str) -> dict[str, float]:
 
 
 def run() -> list[dict[str, Any]]:
-    params = load_mlp_params()
+    params = mlp_params()
     weights = [params[k] for k in ("w0", "b0", "w1", "b1")]
     rows: list[dict[str, Any]] = []
 

@@ -18,7 +18,7 @@ import numpy as np
 
 import mlckit
 from mlckit import relax
-from mlckit.datasets import load_mlp_params
+from mlckit.datasets import mlp_params
 from mlckit.demo import mlp_script
 from mlckit.script import from_source
 from mlckit.tir.schedule.default_schedule import DefaultSchedule
@@ -54,7 +54,7 @@ def best_times(
 
 
 def run() -> list[dict[str, Any]]:
-    params = load_mlp_params()
+    params = mlp_params()
     weights = [params[k] for k in ("w0", "b0", "w1", "b1")]
     mod = DefaultSchedule()(relax.get_pipeline("default")(from_source(mlp_script())))
     vm = relax.VirtualMachine(relax.build(mod, "llvm"), mlckit.cpu())

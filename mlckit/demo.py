@@ -13,7 +13,7 @@ import numpy as np
 
 import mlckit
 from mlckit import relax
-from mlckit.datasets import CLASS_NAMES, load_fashion_mnist, load_mlp_params, mlp_reference
+from mlckit.datasets import CLASS_NAMES, fashion_mnist, mlp_params, mlp_reference
 from mlckit.script import from_source
 from mlckit.tir.schedule.default_schedule import DefaultSchedule
 
@@ -90,8 +90,8 @@ def mlp_script(k: int = 784, hidden: int = 128, classes: int = 10) -> str:
 
 
 def main() -> None:
-    images, labels = load_fashion_mnist("sprite900")
-    params = load_mlp_params()
+    images, labels, _ = fashion_mnist("sprite900")
+    params = mlp_params()
     weights = [params[name] for name in ("w0", "b0", "w1", "b1")]
 
     mod = from_source(mlp_script())

@@ -9,7 +9,7 @@ import numpy as np
 
 import mlckit
 from mlckit import relax
-from mlckit.datasets import load_fashion_mnist, load_mlp_params, mlp_reference
+from mlckit.datasets import fashion_mnist, mlp_params, mlp_reference
 
 
 def test_demo_runs() -> None:
@@ -32,9 +32,9 @@ def test_demo_mlp_matches_the_numpy_reference_at_any_batch() -> None:
     mod = from_source(mlp_script())
     assert {gv.name_hint for gv in mod.get_global_vars()} == {"linear", "relu", "main"}
     assert_structural_equal(from_source(mod.script()), mod)
-    params = load_mlp_params()
+    params = mlp_params()
     vm = relax.VirtualMachine(relax.build(mod, "python"), mlckit.cpu())
-    images, _ = load_fashion_mnist("sprite900")
+    images = fashion_mnist("sprite900").images
     for n in (1, 5):
         x = images[:n].reshape(n, 784).astype("float32") / np.float32(255)
         out = vm["main"](x, *(params[k] for k in ("w0", "b0", "w1", "b1"))).numpy()

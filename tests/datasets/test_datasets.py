@@ -12,20 +12,23 @@ import pytest
 from mlckit.datasets import (
     CLASS_NAMES,
     DatasetError,
+    cnn_params,
+    cnn_reference,
     dataset_dir,
-    load_cnn_params,
-    load_fashion_mnist,
+    fashion_mnist,
     load_idx_labels,
-    load_mlp_params,
+    mlp_params,
     mlp_reference,
     safe_load_pickle,
+    torch_dataset,
     verify,
 )
 
 
 @pytest.mark.parametrize(("name", "count"), [("sprite900", 900), ("csv1000", 1000)])
 def test_image_sets_shapes_and_dtypes(name: str, count: int) -> None:
-    images, labels = load_fashion_mnist(name)
+    images, labels, class_names = fashion_mnist(name)
+    assert class_names == CLASS_NAMES
     assert images.shape == (count, 28, 28) and images.dtype == np.uint8
     assert labels.shape == (count,) and labels.dtype == np.uint8
     assert set(np.unique(labels)) <= set(range(10))
@@ -33,7 +36,7 @@ def test_image_sets_shapes_and_dtypes(name: str, count: int) -> None:
 
 
 def test_sprite900_is_in_label_order() -> None:
-    _, labels = load_fashion_mnist("sprite900")
+    labels = fashion_mnist("sprite900").labels
     np.testing.assert_array_equal(labels, np.repeat(np.arange(10), 90))
 
 
@@ -43,7 +46,7 @@ def test_class_names() -> None:
 
 
 def test_mlp_params_layout() -> None:
-    params = load_mlp_params()
+    params = mlp_params()
     shapes = {k: v.shape for k, v in params.items()}
     assert shapes == {"w0": (128, 784), "b0": (128,), "w1": (10, 128), "b1": (10,)}
     assert all(v.dtype == np.float32 for v in params.values())
@@ -51,7 +54,7 @@ def test_mlp_params_layout() -> None:
 
 @pytest.mark.parametrize(("name", "expected"), [("sprite900", 0.8856), ("csv1000", 0.867)])
 def test_mlp_numpy_forward_accuracy(name: str, expected: float) -> None:
-    images, labels = load_fashion_mnist(name)
+    images, labels, _ = fashion_mnist(name)
     accuracy = float((mlp_reference(images).argmax(axis=1) == labels).mean())
     assert accuracy > 0.85
     assert accuracy == pytest.approx(expected, abs=0.002)
@@ -59,33 +62,18 @@ def test_mlp_numpy_forward_accuracy(name: str, expected: float) -> None:
 
 def test_pickle_and_npz_mlp_params_agree() -> None:
     from_pickle = safe_load_pickle(dataset_dir() / "fasionmnist_mlp_params.pkl")
-    from_npz = load_mlp_params()
+    from_npz = mlp_params()
     assert from_pickle.keys() == from_npz.keys()
     for key, value in from_npz.items():
         np.testing.assert_array_equal(from_pickle[key], value)
 
 
-def _cnn_forward(images: np.ndarray, p: dict[str, np.ndarray]) -> np.ndarray:
-    x = images.astype(np.float32)[:, None] / np.float32(255)  # (N, 1, 28, 28)
-    n = len(x)
-    # 3x3 valid convolution as a sum of 9 shifted products.
-    out = np.zeros((n, 32, 26, 26), np.float32)
-    for di in range(3):
-        for dj in range(3):
-            patch = x[:, 0, di : di + 26, dj : dj + 26]
-            out += p["conv2d_weight"][None, :, 0, di, dj, None, None] * patch[:, None]
-    out = np.maximum(out + p["conv2d_bias"][None, :, None, None], 0)
-    pooled = out.reshape(n, 32, 13, 2, 13, 2).max(axis=(3, 5)).reshape(n, -1)
-    hidden = np.maximum(pooled @ p["linear0_weight"].T + p["linear0_bias"], 0)
-    return hidden @ p["linear1_weight"].T + p["linear1_bias"]
-
-
 def test_cnn_params_forward_accuracy() -> None:
-    params = load_cnn_params()
+    params = cnn_params()
     assert params["conv2d_weight"].shape == (32, 1, 3, 3)
     assert params["linear0_weight"].shape == (100, 5408)
-    images, labels = load_fashion_mnist("sprite900")
-    accuracy = float((_cnn_forward(images, params).argmax(axis=1) == labels).mean())
+    images, labels, _ = fashion_mnist("sprite900")
+    accuracy = float((cnn_reference(images, params).argmax(axis=1) == labels).mean())
     assert accuracy == pytest.approx(0.854, abs=0.005)
 
 
@@ -118,9 +106,68 @@ def test_env_override_and_missing_file(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("MLCKIT_DATASETS", str(tmp_path))
     assert dataset_dir() == tmp_path
     with pytest.raises(DatasetError, match="MLCKIT_DATASETS"):
-        load_mlp_params()
+        mlp_params()
 
 
-def test_unknown_image_set() -> None:
-    with pytest.raises(DatasetError, match="sprite900"):
-        load_fashion_mnist("mnist")  # type: ignore[arg-type]
+def test_unknown_split_and_dtype() -> None:
+    with pytest.raises(DatasetError, match="unknown FashionMNIST split 'mnist'.*sprite900"):
+        fashion_mnist("mnist")  # type: ignore[arg-type]
+    with pytest.raises(DatasetError, match="'uint8' or 'float32'"):
+        fashion_mnist(dtype="float64")
+
+
+def test_float_images_are_unit_pixels_and_give_the_same_predictions() -> None:
+    raw = fashion_mnist("csv1000")
+    scaled = fashion_mnist("csv1000", dtype="float32")
+    assert scaled.images.dtype == np.float32
+    assert scaled.images.min() >= 0.0 and scaled.images.max() == 1.0
+    np.testing.assert_array_equal(scaled.images * 255, raw.images.astype(np.float32))
+    np.testing.assert_allclose(mlp_reference(scaled.images), mlp_reference(raw.images), atol=1e-5)
+
+
+def test_the_reference_mlp_is_accurate_on_all_shipped_images() -> None:
+    images, labels, _ = fashion_mnist("all")
+    assert images.shape == (1900, 28, 28) and labels.shape == (1900,)
+    assert float((mlp_reference(images).argmax(axis=1) == labels).mean()) >= 0.85
+
+
+def _copy_datasets(tmp_path: Path) -> Path:
+    for path in dataset_dir().iterdir():
+        if path.is_file():
+            (tmp_path / path.name).write_bytes(path.read_bytes())
+    return tmp_path
+
+
+def test_a_corrupt_file_is_named_with_how_to_restore_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _copy_datasets(tmp_path)
+    damaged = bytearray((folder / "fashion_mnist_sprite900.npz").read_bytes())
+    damaged[-100] ^= 0xFF
+    (folder / "fashion_mnist_sprite900.npz").write_bytes(bytes(damaged))
+    monkeypatch.setenv("MLCKIT_DATASETS", str(folder))
+    with pytest.raises(DatasetError, match=r"fashion_mnist_sprite900.npz is corrupt.*git checkout"):
+        fashion_mnist("sprite900")
+    assert verify()["fashion_mnist_sprite900.npz"] is False
+    assert fashion_mnist("csv1000").images.shape == (1000, 28, 28)  # the others still load
+
+
+def test_a_missing_file_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = _copy_datasets(tmp_path)
+    (folder / "fasionmnist_mlp_assignment_params.pkl").unlink()
+    monkeypatch.setenv("MLCKIT_DATASETS", str(folder))
+    with pytest.raises(DatasetError, match="'fasionmnist_mlp_assignment_params.pkl' not found"):
+        cnn_params()
+
+
+def test_torch_dataset_yields_what_torchvision_to_tensor_does() -> None:
+    torch = pytest.importorskip("torch")
+    dataset = torch_dataset("csv1000")
+    assert len(dataset) == 1000
+    image, label = dataset[0]
+    assert image.shape == (1, 28, 28) and image.dtype == torch.float32
+    assert int(label) == int(fashion_mnist("csv1000").labels[0])
+    loader = torch.utils.data.DataLoader(dataset, batch_size=4, shuffle=True)
+    images, labels = next(iter(loader))
+    assert images.shape == (4, 1, 28, 28) and labels.shape == (4,)
+    assert float(images.min()) >= 0.0 and float(images.max()) <= 1.0

@@ -11,19 +11,19 @@ import numpy as np
 
 import mlckit as tvm
 from mlckit import relax, topi
-from mlckit.datasets import load_fashion_mnist, load_mlp_params, mlp_reference
+from mlckit.datasets import fashion_mnist, mlp_params, mlp_reference
 from mlckit.ir import IRModule
 
-mlp_params = load_mlp_params()
+params = mlp_params()
 
 
 def create_model():
     bb = relax.BlockBuilder()
     x = relax.Var("x", relax.TensorStructInfo((1, 784), "float32"))
-    w0 = relax.const(mlp_params["w0"], "float32")
-    b0 = relax.const(mlp_params["b0"], "float32")
-    w1 = relax.const(mlp_params["w1"], "float32")
-    b1 = relax.const(mlp_params["b1"], "float32")
+    w0 = relax.const(params["w0"], "float32")
+    b0 = relax.const(params["b0"], "float32")
+    w1 = relax.const(params["w1"], "float32")
+    b1 = relax.const(params["b1"], "float32")
     with bb.function("main", [x]):
         with bb.dataflow():
             lv0 = bb.emit(relax.op.dense(x, w0))
@@ -146,7 +146,7 @@ class LowerToTensorIRPass:
 
 
 def _images(n: int):
-    images, labels = load_fashion_mnist("sprite900")
+    images, labels, _ = fashion_mnist("sprite900")
     picked = np.arange(0, 900, 900 // n)[:n]
     return images[picked], labels[picked]
 
@@ -179,7 +179,7 @@ def test_hand_written_fusion_and_lowering_then_fuse_tir_runs_the_mlp():
     for img in images:
         data_nd = tvm.nd.array((img.reshape(1, 784) / 255).astype("float32"))
         nd_res = vm["main"](data_nd)
-        expected = mlp_reference(img[None], mlp_params)
+        expected = mlp_reference(img[None], params)
         np.testing.assert_allclose(nd_res.numpy(), expected, rtol=1e-4, atol=1e-4)
         assert np.argmax(nd_res.numpy(), axis=1)[0] == np.argmax(expected, axis=1)[0]
 
@@ -189,7 +189,7 @@ def _run_on_images(mod, target="python", count=4):
     images, _ = _images(count)
     for img in images:
         out = vm["main"]((img.reshape(1, 784) / 255).astype("float32")).numpy()
-        np.testing.assert_allclose(out, mlp_reference(img[None], mlp_params), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(out, mlp_reference(img[None], params), rtol=1e-4, atol=1e-4)
 
 
 def test_automatic_pipeline_fuses_each_dense_with_its_bias_and_relu():

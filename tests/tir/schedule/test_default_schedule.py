@@ -9,7 +9,7 @@ import pytest
 
 import mlckit
 from mlckit import relax, te
-from mlckit.datasets import load_mlp_params
+from mlckit.datasets import mlp_params
 from mlckit.demo import mlp_script
 from mlckit.ir import IRModule
 from mlckit.script import from_source
@@ -187,7 +187,7 @@ def test_pass_marks_functions_scheduled() -> None:
 def test_course_mlp_through_the_default_pipeline(target: str, batch: int) -> None:
     mod = relax.get_pipeline("default")(from_source(mlp_script()))
     mod = DefaultSchedule()(mod)
-    params = load_mlp_params()
+    params = mlp_params()
     w0, b0, w1, b1 = (params[k] for k in ("w0", "b0", "w1", "b1"))
     x = np.random.default_rng(0).random((batch, 784), dtype=np.float32)
     vm = relax.VirtualMachine(relax.build(mod, target), mlckit.cpu())
