@@ -39,6 +39,9 @@ _LAZY_SUBMODULES = {
     "backend": "mlckit.backend",
     "instrument": "mlckit.ir.instrument",
     "transform": "mlckit.ir.transform",
+    "viz": "mlckit.viz",
+    "widgets": "mlckit.widgets",
+    "exercises": "mlckit.exercises",
 }
 
 

@@ -92,6 +92,8 @@ class GeneratedFunction:
     param_names: list[str]
     uses_prange: bool = False
     helpers: set[str] = field(default_factory=set)
+    # The function raises mlckit.errors.VMError for an argument of the wrong shape.
+    checks_shapes: bool = False
 
 
 class PrimExprPrinter:
@@ -214,6 +216,7 @@ class PythonCodegen(PrimExprPrinter):
         self.lines: list[str] = []
         self.indent = 1
         self.uses_prange = False
+        self.uses_shape_check = False
         self.inside_parallel = False
 
     # ------------------------------------------------------------------ entry point
@@ -234,10 +237,15 @@ class PythonCodegen(PrimExprPrinter):
             self.emit("pass")
         header = f"def {self.name}({', '.join(params)}):"
         source = "\n".join([header, *self.lines]) + "\n"
-        return GeneratedFunction(self.name, source, params, self.uses_prange, self.helpers)
+        return GeneratedFunction(
+            self.name, source, params, self.uses_prange, self.helpers, self.uses_shape_check
+        )
 
     def _bind_shapes(self, buffers: list[Buffer]) -> None:
-        """Read symbolic dims off the argument arrays: ``M, K = X.shape``."""
+        """Read symbolic dims off the argument arrays (``M, K = X.shape``), then check every
+        other dim of every argument: a kernel's loops trust those extents, so an array of
+        another shape would be read out of bounds or only partly written."""
+        read_off: set[int] = set()  # buffers whose every dim was just read off the array
         for buffer in buffers:
             array = self.names.get(buffer, buffer.name)
             dims = list(buffer.shape)
@@ -247,10 +255,20 @@ class PythonCodegen(PrimExprPrinter):
             if len(new_vars) == len(dims) and len({id(d) for d in dims}) == len(dims):
                 targets = ", ".join(self.names.get(d, d.name_hint) for d in dims)
                 self.emit(f"{targets}{',' if len(dims) == 1 else ''} = {array}.shape")
+                read_off.add(id(buffer))
                 continue
             for axis, dim in enumerate(dims):
                 if isinstance(dim, E.Var) and not self.names.has(dim):
                     self.emit(f"{self.names.get(dim, dim.name_hint)} = {array}.shape[{axis}]")
+        for buffer in buffers:
+            if id(buffer) in read_off:
+                continue
+            array = self.names.get(buffer, buffer.name)
+            dims = [self.expr(d) for d in buffer.shape]
+            expected = f"({', '.join(dims)}{',' if len(dims) == 1 else ''})"
+            self.uses_shape_check = True
+            self.emit(f"if {array}.shape != {expected}:")
+            self.emit(f'    raise VMError("{self.name}: {array} must have shape {expected}")')
 
     # ------------------------------------------------------------------ statements
     def emit(self, line: str) -> None:

@@ -94,6 +94,8 @@ def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, Gener
         lines.append("from numba import njit, prange")
     else:
         lines.append("prange = range")
+    if generated.checks_shapes:
+        lines += ["", "from mlckit.errors import VMError"]
     lines.append("")
     for helper in _helpers_needed(generated):
         if jit:

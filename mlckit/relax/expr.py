@@ -407,9 +407,7 @@ class Function(BaseFunc, Expr):
                     f"relax.Function parameters must be relax.Var, got {type(p).__name__}"
                 )
         if ret_struct_info is None:
-            ret_struct_info = (
-                body.struct_info_ if body.struct_info_ is not None else ObjectStructInfo()
-            )
+            ret_struct_info = _deduced_return(params, body)
         object.__setattr__(self, "params", tuple(params))
         object.__setattr__(self, "body", body)
         object.__setattr__(self, "ret_struct_info", ret_struct_info)
@@ -420,6 +418,20 @@ class Function(BaseFunc, Expr):
         object.__setattr__(
             self, "struct_info_", FuncStructInfo(param_sinfo, ret_struct_info, self.is_pure)
         )
+
+
+def _deduced_return(params: Sequence[Var], body: Expr) -> StructInfo:
+    """The body's struct info, with the symbolic dims the parameters do not define erased (a
+    dim a match_cast defines inside the body means nothing to a caller)."""
+    from .analysis.struct_info_analysis import (
+        definable_tir_vars_in_struct_info,
+        erase_to_well_defined,
+    )
+
+    if body.struct_info_ is None:
+        return ObjectStructInfo()
+    defined = {id(v) for p in params for v in definable_tir_vars_in_struct_info(p.struct_info_)}
+    return erase_to_well_defined(body.struct_info_, lambda v: id(v) in defined)
 
 
 def convert_to_expr(value: Any) -> Expr:

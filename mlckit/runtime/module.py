@@ -101,7 +101,19 @@ class PackedFunc:
         self.func = func
 
     def __call__(self, *args: Any) -> Any:
-        return self.func(*as_numpy_args(self.name, args))
+        try:
+            return self.func(*as_numpy_args(self.name, args))
+        except TypeError as err:
+            # numba's dispatcher refuses arguments whose dtype or rank differ from the
+            # compiled signature; say so in terms of the function that was called.
+            signatures = getattr(self.func, "signatures", None)
+            if not signatures or "No matching definition" not in str(err):
+                raise
+            expected = ", ".join(str(t) for t in signatures[0])
+            raise VMError(
+                f"{self.name}: {str(err).split(' for ', 1)[-1]}; it was compiled for "
+                f"({expected}): check each argument's dtype and number of dimensions"
+            ) from None
 
     def __repr__(self) -> str:
         return f"<PackedFunc {self.name}>"

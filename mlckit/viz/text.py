@@ -96,6 +96,9 @@ class ScriptDiff:
     def __str__(self) -> str:
         return self.text
 
+    # A notebook without HTML (or a terminal) shows the unified diff, not the fields.
+    __repr__ = __str__
+
     def _repr_html_(self) -> str:
         return self.html(self.side_by_side)
 

@@ -19,7 +19,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from mlckit.errors import ParseError
+from mlckit.errors import ParseError, WellFormedError
 
 from .core import Environment, Parser, is_docstring
 from .diagnostics import Source
@@ -28,9 +28,18 @@ Definition = ast.ClassDef | ast.FunctionDef
 
 
 # ------------------------------------------------------------------------------ decorators
-def ir_module(cls: type) -> Any:
-    """Parse a class of ``@T.prim_func`` / ``@R.function`` methods into an IRModule."""
-    return _decorate(cls, sys._getframe(1))
+def ir_module(cls: type | None = None, /, *, check_well_formed: bool = True) -> Any:
+    """Parse a class of ``@T.prim_func`` / ``@R.function`` methods into an IRModule.
+
+    The module's relax functions are checked with ``relax.analysis.well_formed`` (an impure
+    call inside a dataflow block, a dataflow var used outside it, ...); pass
+    ``check_well_formed=False`` to build a malformed module on purpose.
+    """
+
+    def wrap(klass: type) -> Any:
+        return _decorate(klass, sys._getframe(1))
+
+    return wrap if cls is None else _decorate(cls, sys._getframe(1))
 
 
 def prim_func(
@@ -54,12 +63,17 @@ def prim_func(
 
 
 def function(
-    func: Callable[..., Any] | None = None, /, *, private: bool = False, pure: bool = True
+    func: Callable[..., Any] | None = None,
+    /,
+    *,
+    private: bool = False,
+    pure: bool = True,
+    check_well_formed: bool = True,
 ) -> Any:
     """Parse a function written in TVMScript's Relax dialect into a ``relax.Function``.
 
     ``private=True`` leaves out the ``global_symbol`` attribute; ``pure=False`` marks a
-    function with side effects.
+    function with side effects; ``check_well_formed=False`` skips the well-formedness check.
     """
 
     def wrap(fn: Callable[..., Any]) -> Any:
@@ -74,7 +88,7 @@ def _decorate(obj: Any, frame: types.FrameType) -> Any:
         # A function in a class body: the class's @I.ir_module parses it with the module.
         return obj
     source, node, env = _capture(obj, frame)
-    return parse_definition(source, node, env)
+    return parse_definition(source, node, env, check_well_formed=True)
 
 
 # ------------------------------------------------------------------------------ source
@@ -193,20 +207,54 @@ def definition_kind(parser: Parser, node: Definition) -> tuple[Any, dict[str, An
     )
 
 
-def parse_definition(source: Source, node: Definition, env: Environment) -> Any:
-    """Parse a decorated class or function into an IRModule, PrimFunc or relax Function."""
-    kind, options = definition_kind(Parser(source, env), node)
-    if kind is ir_module:
-        from .ir import parse_module
+def parse_definition(
+    source: Source, node: Definition, env: Environment, check_well_formed: bool = False
+) -> Any:
+    """Parse a decorated class or function into an IRModule, PrimFunc or relax Function.
 
-        return parse_module(source, node, env)  # type: ignore[arg-type]
+    With ``check_well_formed`` (what the decorators do, unless told otherwise) a relax module or
+    function must be well formed. Text read back with ``from_source`` is not checked: a printed
+    program after a lowering pass (impure kernel calls in a pure ``main``) must read back as it
+    was printed.
+    """
+    kind, options = definition_kind(Parser(source, env), node)
+    check = options.pop("check_well_formed", True) and check_well_formed
     if kind is prim_func:
         from .tir import parse_prim_func
 
         return parse_prim_func(source, node, env, options)  # type: ignore[arg-type]
-    from .relax import parse_function
+    if kind is ir_module:
+        from .ir import parse_module
 
-    return parse_function(source, node, env, options)  # type: ignore[arg-type]
+        result = parse_module(source, node, env)  # type: ignore[arg-type]
+    else:
+        from .relax import parse_function
+
+        result = parse_function(source, node, env, options)  # type: ignore[arg-type]
+    if check:
+        _check_well_formed(result, source, node)
+    return result
+
+
+def _check_well_formed(result: Any, source: Source, node: Definition) -> None:
+    """Raise WellFormedError, naming the definition, when its relax code is malformed."""
+    from mlckit.relax import Function
+    from mlckit.relax.analysis import well_formed
+
+    if not isinstance(result, Function) and not any(
+        isinstance(f, Function) for f in result.functions.values()
+    ):
+        return  # only PrimFuncs: the TensorIR parser has checked them
+    try:
+        well_formed(result, raise_error=True)
+    except WellFormedError as err:
+        message = (
+            f"{source.filename}:{node.lineno}: {node.name} {err} (pass "
+            "check_well_formed=False to the decorator to build it anyway)"
+        )
+        wrapped = WellFormedError(message)
+        wrapped.problems = getattr(err, "problems", [])  # type: ignore[attr-defined]
+        raise wrapped from None
 
 
 # ------------------------------------------------------------------------------ text
