@@ -5,13 +5,16 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mlckit-installed
+# The chapters run as notebooks in the tests: every cell must run, and the cells marked
+# "# NBVAL_CHECK_OUTPUT" must print what the saved notebook shows.
+NBVAL  := --nbval-lax --nbval-current-env --nbval-sanitize-with chapters/nbval_sanitize.cfg
 
-.PHONY: setup demo test lint fix bench clean
+.PHONY: setup demo test lint fix bench notebooks book clean
 
 # Reinstall when pyproject.toml changes (new dependencies), not on every run.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[dev]"
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[dev,docs,torch]"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -24,7 +27,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 test: lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest tests chapters $(NBVAL)
 
 fix: $(STAMP)
 	$(BIN)/ruff check --fix .
@@ -32,6 +35,14 @@ fix: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
+
+# The chapter notebooks, generated from chapters/NN_name.py and executed (outputs saved).
+notebooks: $(STAMP)
+	$(BIN)/python -m mlckit.book notebooks
+
+# The HTML book from book.yml, every chapter executed; offline.
+book: $(STAMP)
+	$(BIN)/python -m mlckit.book build
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

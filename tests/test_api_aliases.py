@@ -16,6 +16,8 @@ def test_python_api_aliases():
     assert tvm.tirx is tvm.tir
     assert tvm.relax.vm.build is tvm.relax.build
     assert tvm.s_tir.Schedule is tvm.tir.Schedule
+    assert tvm.tir.ScheduleError is tvm.tir.schedule.ScheduleError is tvm.errors.ScheduleError
+    assert tvm.viz.graph and tvm.widgets.PassStepper and tvm.exercises.check  # lazy subpackages
 
 
 def test_newer_tvmscript_spellings_parse_to_the_classic_ir():

@@ -58,10 +58,17 @@ def as_prim_func(answer: Any) -> PrimFunc:
     )
 
 
-def run_prim_func(func: PrimFunc, inputs: Sequence[np.ndarray], outputs: Sequence[Any]) -> list:
+def run_prim_func(
+    func: PrimFunc,
+    inputs: Sequence[np.ndarray],
+    outputs: Sequence[Any],
+    fill: float | None = None,
+) -> list:
     """Build ``func`` and call it on ``inputs`` and freshly allocated outputs.
 
     ``outputs`` gives each output as ``(shape, dtype)``; returns the outputs as numpy arrays.
+    ``fill`` (say ``float("nan")``) sets the outputs' contents before the call, so that an
+    element the function reads before writing it (a reduction without an init) shows up.
     """
     import mlckit
 
@@ -72,13 +79,22 @@ def run_prim_func(func: PrimFunc, inputs: Sequence[np.ndarray], outputs: Sequenc
             f"({len(inputs)} inputs, then {len(outputs)} output{'s' * (len(outputs) != 1)})",
             "in destination-passing style the outputs are parameters too, after the inputs",
         )
-    for index, (param, array) in enumerate(zip(func.params, inputs)):
+    passed = [(a.shape, str(a.dtype)) for a in inputs] + [(tuple(s), str(d)) for s, d in outputs]
+    for index, (param, (shape, dtype)) in enumerate(zip(func.params, passed)):
         buffer = func.buffer_map.get(param)
-        if buffer is not None and _static_shape(buffer.shape) not in (None, array.shape):
+        if buffer is None:
+            continue
+        if _static_shape(buffer.shape) not in (None, shape):
             raise Mismatch(
                 f"parameter {index} ({buffer.name}) has shape {_shape_text(buffer.shape)}; "
-                f"the exercise passes an array of shape {array.shape}",
+                f"the exercise passes an array of shape {shape}",
                 "check the shapes in the T.Buffer annotations",
+            )
+        if buffer.dtype != dtype:
+            raise Mismatch(
+                f"parameter {index} ({buffer.name}) has dtype {buffer.dtype}; the exercise "
+                f"passes {dtype} arrays",
+                "check the dtypes in the T.Buffer annotations",
             )
     try:
         lib = mlckit.build(func, target="llvm")
@@ -88,7 +104,10 @@ def run_prim_func(func: PrimFunc, inputs: Sequence[np.ndarray], outputs: Sequenc
         ) from None
     device = mlckit.cpu()
     args = [mlckit.nd.array(a, device) for a in inputs]
-    results = [mlckit.nd.empty(shape, dtype, device) for shape, dtype in outputs]
+    if fill is None:
+        results = [mlckit.nd.empty(shape, dtype, device) for shape, dtype in outputs]
+    else:
+        results = [mlckit.nd.array(np.full(shape, fill, dtype), device) for shape, dtype in outputs]
     lib[next(iter(lib.function_names()))](*args, *results)
     return [r.numpy() for r in results]
 
@@ -126,7 +145,8 @@ def assert_close(
         "tile) and which axes are reductions"
     )
     raise Mismatch(
-        f"numerics differ at index {index}: got {got[index]!r}, expected {expected[index]!r} "
+        f"numerics differ at index {index}: got {got[index].item()!r}, "
+        f"expected {expected[index].item()!r} "
         f"({count} of {total} elements differ)",
         hint,
     )

@@ -80,7 +80,7 @@ def __getattr__(name: str):
     # first use so that either package can be imported first.
     import importlib
 
-    if name in ("schedule", "Schedule", "BlockRV", "LoopRV"):
+    if name in ("schedule", "Schedule", "BlockRV", "LoopRV", "ScheduleError"):
         module = importlib.import_module("mlckit.tir.schedule")
         return module if name == "schedule" else getattr(module, name)
     if name == "transform":

@@ -144,6 +144,11 @@ class StaticSteps:
     def _repr_html_(self) -> str:
         return self.to_html()
 
+    def __repr__(self) -> str:
+        # Short: a notebook saves this as the text/plain twin of the (large) HTML.
+        count = len(self.steps)
+        return f"<StaticSteps {self.title!r}: {count} step{'s' * (count != 1)}>"
+
     def page(self) -> str:
         """A complete HTML document holding the stepper, to open in any browser."""
         title = htmllib.escape(self.title or "mlckit")

@@ -305,7 +305,7 @@ def _set_kind(
     """Give ``loop`` the kind ``for_kind`` once its iterations are shown to be independent."""
     node = sch.loop(loop)
     for realize in Schedule.walk_blocks(node.body):
-        problem = _dataflow_problem(sch, realize)
+        problem = _dataflow_problem(sch, realize, node)
         if problem is not None:
             raise ScheduleError(
                 f"{kind}: block {realize.block.name_hint!r} under loop {_name(node)} {problem}, "
@@ -343,13 +343,14 @@ def _check_spatial_binding(kind: str, loop: S.For, realize: S.BlockRealize) -> N
         )
 
 
-def _dataflow_problem(sch: Schedule, realize: S.BlockRealize) -> str | None:
-    """Why the block is neither complete nor a reduction block (TVM's compact dataflow), or
-    None. Both kinds are the only writer of their outputs and read an output only at the
-    element they write; a complete block has spatial iter vars only, a reduction block has a
-    T.init(), spatial and reduce iter vars, and writes at positions free of reduce vars."""
+def _dataflow_problem(sch: Schedule, realize: S.BlockRealize, loop: S.For) -> str | None:
+    """Why the block is neither complete nor a reduction block under ``loop`` (TVM's compact
+    dataflow), or None. Both kinds are the only writer of their outputs there and read an
+    output only at the element they write; a complete block has spatial iter vars only, a
+    reduction block has a T.init(), spatial and reduce iter vars, and writes at positions free
+    of reduce vars."""
     block = realize.block
-    shared = _shared_outputs(sch, realize)
+    shared = _shared_outputs(sch, realize, loop)
     if shared:
         return f"is not the only block writing buffer {shared[0]!r}"
     reduce_vars = set()
@@ -401,12 +402,14 @@ def _same_indices(a: Sequence[E.PrimExpr], b: Sequence[E.PrimExpr]) -> bool:
     return len(a) == len(b) and all(expr_deep_equal(x, y) for x, y in zip(a, b))
 
 
-def _shared_outputs(sch: Schedule, realize: S.BlockRealize) -> list[str]:
-    """The buffers ``realize``'s block writes that another block of its scope writes too."""
-    scope: S.Stmt | None = sch.parent_of(realize)
-    while scope is not None and not isinstance(scope, S.Block):
-        scope = sch.parent_of(scope)
-    siblings = _walk_until_block(sch.func.body if scope is None else scope.body)
+def _shared_outputs(sch: Schedule, realize: S.BlockRealize, loop: S.For) -> list[str]:
+    """The buffers ``realize``'s block writes that another block of its scope under ``loop``
+    writes too. A writer outside ``loop`` runs before or after all of its iterations, so it
+    does not matter (``Y_update`` beside the loop of a decomposed reduction's ``Y_init``)."""
+    within: S.Stmt | None = sch.parent_of(realize)
+    while within is not loop and not isinstance(within, S.Block):
+        within = sch.parent_of(within)
+    siblings = _walk_until_block(within.body)
     written = {id(region.buffer): region.buffer.name for region in realize.block.writes}
     shared = []
     for other in siblings:
