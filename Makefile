@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mlckit-installed
 # The chapters run as notebooks in the tests: every cell must run, and the cells marked
-# "# NBVAL_CHECK_OUTPUT" must print what the saved notebook shows.
+# "nbval-check-output" must print what the saved notebook shows.
 NBVAL  := --nbval-lax --nbval-current-env --nbval-sanitize-with chapters/nbval_sanitize.cfg
 
 .PHONY: setup demo test lint fix bench notebooks book clean

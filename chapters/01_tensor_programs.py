@@ -131,8 +131,7 @@ plt.show()
 # every line calls a numpy function whose loops we never see.
 
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 def numpy_mlp(data, w0, b0, w1, b1):
     lv0 = data @ w0.T + b0
     lv1 = np.maximum(lv0, 0)
@@ -208,8 +207,7 @@ def lnumpy_mlp(data, w0, b0, w1, b1):
 # %% [markdown]
 # Same model, so the same scores, up to the rounding of float32 sums taken in another order:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 lnumpy_scores = lnumpy_mlp(x, w0, b0, w1, b1)
 print("matches numpy:", np.allclose(lnumpy_scores, scores, rtol=1e-5, atol=1e-5))
 print("low-level numpy predicts:", dataset.class_names[lnumpy_scores.argmax(axis=1)[0]])
@@ -346,8 +344,7 @@ def run_mlp(lib, data, w0, b0, w1, b1):
     return out.numpy()
 
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 py_scores = run_mlp(lib_py, x, w0, b0, w1, b1)
 print(lib_py)
 print("matches numpy:", np.allclose(py_scores, scores, rtol=1e-5, atol=1e-5))
@@ -358,8 +355,7 @@ print('TensorIR, target="python", predicts:', dataset.class_names[py_scores.argm
 #
 # `lib.source(name)` returns the code the build generated for a function. Here is `linear0`:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 print(lib_py.source("linear0"))
 
 # %% [markdown]
@@ -393,13 +389,11 @@ mlckit.viz.diff(
 # and `@njit` with the argument types (float32 arrays, C-contiguous) makes numba compile the
 # function to machine code when the module is built.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 lib_llvm = mlckit.build(MyModule, target="llvm")
 print(mlckit.viz.diff(lib_py.source("linear0"), lib_llvm.source("linear0"), context=1).text)
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 llvm_scores = run_mlp(lib_llvm, x, w0, b0, w1, b1)
 print("matches numpy:", np.allclose(llvm_scores, scores, rtol=1e-5, atol=1e-5))
 print('TensorIR, target="llvm", predicts:', dataset.class_names[llvm_scores.argmax(axis=1)[0]])

@@ -146,8 +146,7 @@ mlckit.viz.graph(MyModule["mm_relu"])
 # %% [markdown]
 # A schedule, the tool of the rest of this chapter, gives access to the same facts:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 sch = tir.Schedule(MyModule)
 block = sch.get(sch.get_block("Y", func_name="mm_relu"))
 for iv in block.iter_vars:
@@ -208,8 +207,7 @@ print("the same program:", mlckit.ir.structural_equal(mm_relu_remap, MyModule["m
 # [schedule primitive](glossary.md#schedule-primitive) checks exactly that, and refuses
 # with the reason:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 i, j, k = sch.get_loops(sch.get_block("Y", func_name="mm_relu"))
 try:
     sch.parallel(k)
@@ -280,8 +278,7 @@ print(sch.mod["mm_relu"].script())
 #
 # `reorder(j0, k, j1)` puts the three loops in this order, which is `lnumpy_mm_relu_v2`.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 sch.reorder(j0, k, j1)
 steps["reorder"] = sch.mod.copy()
 print(sch.mod["mm_relu"].script())
@@ -302,8 +299,7 @@ print(footprint(steps["original"]["mm_relu"], "Y"))
 # *column* of `B`, 512 bytes each. One iteration of `i` touches all of `B`, 64 KiB. After the
 # split and the reorder:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 print(footprint(sch.mod["mm_relu"], "Y"))
 
 # %% [markdown]
@@ -354,8 +350,7 @@ mlckit.viz.graph(sch.mod["mm_relu"], show_buffers=False)
 # the `j_0` loop as a 1×4 scratch array (16 bytes), not as a 128×128 matrix. This is the code
 # mlckit generates for this step:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 source = mlckit.build(sch.mod, target="llvm").source("mm_relu")
 print(source[source.index("def ") :])
 
@@ -366,8 +361,7 @@ print(source[source.index("def ") :])
 # `decompose_reduction(block_Y, k)` moves the init into a block of its own, `Y_init`, with its
 # own loop placed right before `k`; the update, now `Y_update`, has no test left.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 block_Y_init = sch.decompose_reduction(block_Y, k)
 steps["decompose_reduction"] = sch.mod.copy()
 print(sch.mod["mm_relu"].script())
@@ -382,8 +376,7 @@ mlckit.viz.graph_diff(steps["reverse_compute_at"]["mm_relu"], sch.mod["mm_relu"]
 # The schedule recorded every step in its [trace](glossary.md#trace), which prints as the
 # Python that replays it:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 print(sch.trace)
 
 # %% [markdown]
@@ -522,8 +515,7 @@ te_func = te.create_prim_func([A, B, C]).with_attr({"global_symbol": "mm_relu"})
 MyModuleFromTE = mlckit.IRModule({"mm_relu": te_func})
 MyModuleFromTE.show()
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 print("the same program as MyModule:", mlckit.ir.structural_equal(MyModuleFromTE, MyModule))
 
 # %% [markdown]

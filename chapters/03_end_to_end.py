@@ -81,8 +81,7 @@ for name, value in params.items():
 # In numpy, with high-level array operations, the model is three lines:
 
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 def numpy_mlp(data, w0, b0, w1, b1):
     lv0 = data @ w0.T + b0
     lv1 = np.maximum(lv0, 0)
@@ -279,8 +278,7 @@ viz.graph(MyModule, function="main")
 # dtype. The parameters get it from their annotations, and each binding from what it calls
 # (for `call_tir`, from `out_sinfo`). Let us list `main`'s bindings with theirs:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 main = MyModule["main"]
 for param in main.params:
     print(f"param {param.name_hint:3}: {param.struct_info}")
@@ -296,8 +294,7 @@ for block in main.body.blocks:
 # infers struct info as it reads the program, a shape error is found before anything runs. Here
 # the weight is used without its transpose:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 wrong = """
 @I.ir_module
 class Module:
@@ -339,8 +336,7 @@ except mlckit.StructInfoError as err:
 # only inside dataflow blocks. `relax.analysis.well_formed` checks the rules; here an impure
 # `R.call_packed` (a call to a function that may do anything) sits inside a dataflow block:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 impure = """
 @I.ir_module
 class Module:
@@ -382,8 +378,7 @@ print("MyModule prediction:", class_names[nd_res.numpy().argmax()])
 # `lnumpy_mlp`, line for line: allocate, call the kernel in destination-passing style, go on.
 # The argument checks at the top come from the parameters' struct info.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 print(ex.source("main"))
 
 # %% [markdown]
@@ -458,8 +453,7 @@ MLP["main"].show()
 # `lv0`, `lv1` and `out` have as many rows as `x`, without knowing how many that is. We build
 # once and run a batch of 1 and a batch of 8 through the same executable:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 mlp_vm = relax.VirtualMachine(relax.build(MLP, target="llvm"), mlckit.cpu())
 weights = [nd_params[name] for name in ("w0", "b0", "w1", "b1")]
 
@@ -485,8 +479,7 @@ for bad in (images[:8], images[:8].reshape(8, 784).astype("float64")):
 # %% [markdown]
 # With the batch size free, one call classifies all 900 images:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 all_logits = mlp_vm["main"](mlckit.nd.array(images.reshape(-1, 784)), *weights).numpy()
 predictions = all_logits.argmax(axis=1)
 print(f"accuracy on the {len(labels)} sprite900 images: {(predictions == labels).mean():.1%}")
@@ -662,8 +655,7 @@ viz.graph(MyModuleMixture, function="main")
 # chosen by name, with constants. Like every pass it returns a new module; the diff shows what
 # changed in `main`:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 MyModuleWithParams = relax.transform.BindParams("main", nd_params)(MyModuleMixture)
 viz.diff(
     MyModuleMixture["main"],

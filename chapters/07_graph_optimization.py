@@ -97,8 +97,7 @@ type(func_body)
 # `gv0 = ...`. Each binding has a `var` (the left-hand side) and a `value` (the right-hand
 # side, here a `relax.Call` of an operator).
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 dataflow_block = func_body.blocks[0]
 print("blocks:  ", [type(block).__name__ for block in func_body.blocks])
 print("returns: ", func_body.body)
@@ -172,8 +171,7 @@ updated_fn.show()
 # become useless. `relax.analysis.remove_all_unused` drops the bindings nothing uses (inside
 # a dataflow block that is always safe: every binding there is pure).
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 print(relax.analysis.remove_all_unused(updated_fn).script())
 
 # %% [markdown]
@@ -342,8 +340,7 @@ class FuseDenseAddPass:
 # `relax.Var("x", x.shape_, x._checked_type_)`), so the fused function is typed exactly for
 # the values it receives.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 MLPFused = FuseDenseAddPass()(MLPModel)
 print(MLPFused.script())
 
@@ -516,15 +513,13 @@ def fuse_tir_plan(mod: IRModule, name: str) -> None:
             print(f"    {where:<24} receives {value.name_hint:<3} -> {fate}")
 
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 fuse_tir_plan(MLPModelTIR, "fused_dense_add0")
 
 # %% [markdown]
 # Now run the pass, and look at the PrimFunc it made:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 MLPModelFinal = relax.transform.FuseTIR()(MLPModelTIR)
 print(MLPModelFinal["fused_dense_add0"].script())
 
@@ -584,8 +579,7 @@ plt.imshow(img, cmap="gray")
 plt.axis("off")
 plt.show()
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 ex = relax.build(MLPModelFinal, target="llvm")
 vm = relax.VirtualMachine(ex, mlckit.cpu())
 data_nd = mlckit.nd.array(img.reshape(1, 784))
@@ -598,8 +592,7 @@ print("same logits as numpy:", np.allclose(nd_res.numpy(), mlp_reference(img[Non
 # %% [markdown]
 # One image proves little. The same executable on all 900 images, against numpy:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 preds = np.array([vm["main"](im.reshape(1, 784)).numpy()[0].argmax() for im in data.images])
 numpy_preds = mlp_reference(data.images).argmax(axis=1)
 print(f"predictions equal to numpy's: {(preds == numpy_preds).sum()} of {len(preds)}")
@@ -645,8 +638,7 @@ stepper
 # slider.) Each step's module is kept in `stepper.steps[i].after`. The labels that
 # `AnnotateTIROpPattern` wrote, the groups `FuseOps` made, and the kernels left at the end:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 from mlckit.relax.analysis.op_pattern import OpPatternKind
 
 legalized, annotated, grouped, fused = (step.after for step in stepper.steps[1:])

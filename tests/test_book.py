@@ -82,11 +82,25 @@ def test_notebook_is_generated_from_its_source(source: Path):
     assert notebook.is_file(), f"{notebook.name} is missing: run `make notebooks`"
     saved = nbformat.read(notebook, as_version=4)
     expected = book.read_source(source)
-    cells = [(c.cell_type, c.source) for c in saved.cells]
-    assert cells == [(c.cell_type, c.source) for c in expected.cells], (
+    cells = [_cell_key(c) for c in saved.cells]
+    assert cells == [_cell_key(c) for c in expected.cells], (
         f"{notebook.name} is stale: regenerate it with "
         f"`.venv/bin/python -m mlckit.book notebooks {source.relative_to(book.REPO_ROOT)}`"
     )
+
+
+def _cell_key(cell) -> tuple:
+    # Tags matter too: nbval compares the output of cells tagged "nbval-check-output".
+    return cell.cell_type, cell.source, tuple(cell.metadata.get("tags", ()))
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_each_chapter_checks_the_output_of_its_lessons(source: Path):
+    notebook = nbformat.read(source.with_suffix(".ipynb"), as_version=4)
+    checked = [c for c in notebook.cells if "nbval-check-output" in c.metadata.get("tags", ())]
+    assert len(checked) >= 4, f"{source.name}: tag the cells whose printed output is the lesson"
+    for cell in checked:
+        assert cell.outputs, f"{source.name}: a checked cell shows nothing:\n{cell.source}"
 
 
 def test_glossary_has_exactly_the_course_terms():
