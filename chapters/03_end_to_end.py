@@ -759,8 +759,9 @@ check("ch3.call_tir_numpy", lnumpy_call_tir)
 # `MyModuleMixture` handles exactly one image. Turn it into `MyModuleAnyBatch`, whose `main` takes
 # `x` of shape `(n, 784)` for any `n` (same weights, same extern functions), so that one
 # `relax.build` runs batches of 1, 3 and 8 images. This is where the shapes of the graph and the
-# buffers of a PrimFunc have to agree: the checker tells you where they do not. (A kernel does not
-# check the shapes it is given, so a PrimFunc left at batch 1 would silently compute one row.)
+# buffers of a PrimFunc have to agree: the checker tells you where they do not. (A compiled kernel
+# checks the shapes it is given, so a PrimFunc left at batch 1 refuses a batch of 3 at run time
+# with a `VMError`; the checker finds it before anything runs.)
 
 
 # %%

@@ -272,8 +272,8 @@ def _check_prim_func_accepts(name: str, func: PrimFunc, call: Call, out: Any) ->
                 raise Mismatch(
                     f"the PrimFunc {name}'s buffer {buffer.name} has the fixed shape "
                     f"{shape_text([format_dim(d) for d in buffer.shape])}, but main passes a "
-                    f"tensor of shape {shape_text(shape_of(sinfo))}: a kernel does not check "
-                    "the shapes it is given, so it would compute the first rows only",
+                    f"tensor of shape {shape_text(shape_of(sinfo))}: the kernel would refuse "
+                    "every batch but its own with a VMError",
                     "declare the parameter as a T.handle and its buffer with "
                     'T.match_buffer(x, (n, 784), "float32"), after n = T.int64()',
                 )
