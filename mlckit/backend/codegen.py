@@ -102,6 +102,9 @@ class PrimExprPrinter:
     Used for kernel bodies and, by relax.build, for shape arithmetic in the VM's functions.
     """
 
+    # How each tir intrinsic is spelled (the cuda code generator spells some differently).
+    intrinsics = _INTRINSICS
+
     def __init__(self, names: NameSupply):
         self.names = names
         # Block iter vars bound directly to a loop variable are replaced by it.
@@ -194,7 +197,7 @@ class PrimExprPrinter:
         if name == "tir.if_then_else":
             cond, t, f = node.args
             return f"({self._ternary(cond, t, f)})"
-        template = _INTRINSICS.get(name)
+        template = self.intrinsics.get(name)
         if template is None:
             raise BuildError(f"code generation does not know the intrinsic {name}")
         args = [
@@ -221,18 +224,9 @@ class PythonCodegen(PrimExprPrinter):
 
     # ------------------------------------------------------------------ entry point
     def generate(self) -> GeneratedFunction:
-        func = self.func
-        params: list[str] = []
-        buffers: list[Buffer] = []
-        for param in func.params:
-            buffer = func.buffer_map.get(param)
-            if buffer is not None:
-                params.append(self.names.get(buffer, buffer.name))
-                buffers.append(buffer)
-            else:
-                params.append(self.names.get(param, param.name_hint))
+        params, buffers = self.signature()
         self._bind_shapes(buffers)
-        self.stmt(func.body)
+        self.stmt(self.func.body)
         if len(self.lines) == 0 or all(line.lstrip().startswith("#") for line in self.lines):
             self.emit("pass")
         header = f"def {self.name}({', '.join(params)}):"
@@ -240,6 +234,19 @@ class PythonCodegen(PrimExprPrinter):
         return GeneratedFunction(
             self.name, source, params, self.uses_prange, self.helpers, self.uses_shape_check
         )
+
+    def signature(self) -> tuple[list[str], list[Buffer]]:
+        """The parameter names, and the buffers the parameters are."""
+        params: list[str] = []
+        buffers: list[Buffer] = []
+        for param in self.func.params:
+            buffer = self.func.buffer_map.get(param)
+            if buffer is not None:
+                params.append(self.names.get(buffer, buffer.name))
+                buffers.append(buffer)
+            else:
+                params.append(self.names.get(param, param.name_hint))
+        return params, buffers
 
     def _bind_shapes(self, buffers: list[Buffer]) -> None:
         """Read symbolic dims off the argument arrays (``M, K = X.shape``), then check every

@@ -82,26 +82,40 @@ def _helpers_needed(generated: GeneratedFunction) -> list[str]:
 
 def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, GeneratedFunction]:
     """The complete module text of one kernel for ``target`` (after the TIR lowering passes)."""
-    jit = target.kind == "llvm"
-    generated = generate_function(lower_prim_func(func), name, parallel=jit)
+    lowered = lower_prim_func(func)
+    if target.kind == "cuda":
+        from .cuda_codegen import CudaCodegen
+
+        generated = CudaCodegen(lowered, name).generate()
+    else:
+        generated = generate_function(lowered, name, parallel=target.kind == "llvm")
     lines = [
         f"# mlckit kernel {name!r} for target {target.kind}",
         "import math",
         "",
         "import numpy as np",
     ]
-    if jit:
+    if target.kind == "llvm":
         lines.append("from numba import njit, prange")
+    elif target.kind == "cuda":
+        lines += [
+            "",
+            "from mlckit.runtime.cuda import numba_cuda",
+            "",
+            "cuda = numba_cuda()  # numba.cuda (its simulator on a machine without a GPU)",
+        ]
     else:
         lines.append("prange = range")
     if generated.checks_shapes:
         lines += ["", "from mlckit.errors import VMError"]
     lines.append("")
     for helper in _helpers_needed(generated):
-        if jit:
+        if target.kind == "llvm":
             lines.append("@njit(cache=True)")
+        elif target.kind == "cuda":
+            lines.append("@cuda.jit(device=True)")
         lines.append(HELPER_SOURCE[helper])
-    if jit:
+    if target.kind == "llvm":
         options = ["cache=True"]
         if generated.uses_prange:
             options.append("parallel=True")
@@ -118,8 +132,6 @@ def compile_kernel(func: PrimFunc, name: str, target: Target) -> Kernel:
     source, generated = kernel_source(func, name, target)
     if target.kind == "python":
         return Kernel(name, source, target, _exec_in_memory(source, generated.name), generated)
-    if target.kind != "llvm":
-        raise BuildError(f"target {target} cannot compile TensorIR yet")
     path = _cached_file(source, target)
     module = _import_kernel_module(path, name)
     return Kernel(name, source, target, getattr(module, generated.name), generated, path)

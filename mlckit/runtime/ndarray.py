@@ -1,4 +1,5 @@
-"""NDArray: a tensor living on a device (here: host memory backed by numpy)."""
+"""NDArray: a tensor living on a device: host memory (a numpy array) or a GPU's (a numba
+device array, see ``mlckit.runtime.cuda``)."""
 
 from __future__ import annotations
 
@@ -40,9 +41,14 @@ def cuda(device_id: int = 0) -> Device:
 class NDArray:
     """A tensor: ``.numpy()`` copies it out, ``.shape``/``.dtype`` describe it."""
 
-    def __init__(self, data: np.ndarray, device: Device | None = None):
+    def __init__(self, data: Any, device: Device | None = None):
+        # A numpy array on the cpu, a numba device array on cuda.
         self._data = data
         self.device = device or cpu()
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.device.device_type == "cuda"
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -53,7 +59,7 @@ class NDArray:
         return self._data.dtype.name
 
     def numpy(self) -> np.ndarray:
-        return self._data.copy()
+        return self._data.copy_to_host() if self.on_gpu else self._data.copy()
 
     def asnumpy(self) -> np.ndarray:
         return self.numpy()
@@ -62,25 +68,42 @@ class NDArray:
         src = source.numpy() if isinstance(source, NDArray) else np.asarray(source)
         if src.shape != self._data.shape:
             raise MLCError(f"copyfrom: shape {src.shape} does not match {self._data.shape}")
-        self._data[...] = src
+        if self.on_gpu:
+            self._data.copy_to_device(np.ascontiguousarray(src, dtype=self._data.dtype))
+        else:
+            self._data[...] = src
         return self
+
+    def copyto(self, device: Device) -> "NDArray":
+        """A copy of this tensor on ``device``."""
+        return array(self.numpy(), device)
 
     # DLPack: np.from_dlpack(arr) and torch.from_dlpack(arr) view this array's memory, so a
     # registered function can fill a destination tensor in place.
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+        self._host_only("DLPack")
         return self._data.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
+        self._host_only("DLPack")
         return self._data.__dlpack_device__()
+
+    def _host_only(self, what: str) -> None:
+        if self.on_gpu:
+            raise MLCError(
+                f"{what} is available for cpu tensors only; copy this {self.device} tensor "
+                "to the host first with .numpy()"
+            )
 
     def to_dlpack(self) -> Any:
         return self.__dlpack__()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return self._data if dtype is None else self._data.astype(dtype)
+        host = self._data.copy_to_host() if self.on_gpu else self._data
+        return host if dtype is None else host.astype(dtype)
 
     def __repr__(self) -> str:
-        return f"<mlckit.nd.NDArray shape={self.shape}, {self.device}>\n{self._data!r}"
+        return f"<mlckit.nd.NDArray shape={self.shape}, {self.device}>\n{self.numpy()!r}"
 
 
 def array(data: Any, device: Device | None = None, dtype: Any = None) -> NDArray:
@@ -91,8 +114,17 @@ def array(data: Any, device: Device | None = None, dtype: Any = None) -> NDArray
     if arr.dtype == np.float64 and dtype is None and not isinstance(data, np.ndarray):
         arr = arr.astype(np.float32)
     # np.ascontiguousarray would turn a 0-d array (a scalar tensor) into shape (1,).
-    return NDArray(np.asarray(arr, order="C"), device)
+    arr = np.asarray(arr, order="C")
+    if device is not None and device.device_type == "cuda":
+        from .cuda import to_device
+
+        return NDArray(to_device(arr), device)
+    return NDArray(arr, device)
 
 
 def empty(shape: Any, dtype: str = "float32", device: Device | None = None) -> NDArray:
+    if device is not None and device.device_type == "cuda":
+        from .cuda import device_array
+
+        return NDArray(device_array(tuple(shape), np.dtype(dtype)), device)
     return NDArray(np.empty(tuple(shape), dtype=dtype), device)

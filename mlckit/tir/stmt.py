@@ -117,6 +117,19 @@ class For(Stmt):
         object.__setattr__(self, "annotations", dict(annotations or {}))
         object.__setattr__(self, "span", span)
 
+    @property
+    def thread_tag(self) -> str:
+        """The GPU thread axis the loop is bound to (``"threadIdx.x"``), or ``""``."""
+        if self.kind != ForKind.THREAD_BINDING or self.thread_binding is None:
+            return ""
+        return self.thread_binding.thread_tag
+
+
+def is_thread_loop(loop: Stmt, kind: str = "") -> bool:
+    """Whether ``loop`` is a loop bound to a GPU thread axis whose tag starts with ``kind``
+    (``"threadIdx"``: the threads of one block; ``"blockIdx"``: the blocks of the grid)."""
+    return isinstance(loop, For) and bool(loop.thread_tag) and loop.thread_tag.startswith(kind)
+
 
 @dataclass(**_NODE)
 class IfThenElse(Stmt):

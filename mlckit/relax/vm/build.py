@@ -12,8 +12,9 @@ from mlckit.backend.kernel import Kernel, compile_kernel
 from mlckit.errors import BuildError, MLCError, VMError
 from mlckit.ir.module import IRModule
 from mlckit.ir.name_supply import NameSupply
+from mlckit.runtime.cuda import is_device_array, numba_cuda
 from mlckit.runtime.module import BenchmarkResult, time_function
-from mlckit.runtime.ndarray import Device, cpu
+from mlckit.runtime.ndarray import Device, cpu, cuda
 from mlckit.target import Target
 from mlckit.tir.function import PrimFunc
 
@@ -69,11 +70,13 @@ class Executable:
         """Execute the relax functions' code in a fresh namespace bound to the kernels."""
         import numpy as np
 
-        namespace: dict[str, Any] = {
-            "np": np,
-            "constants": [c.data.numpy() for c in self.constants],
-        }
-        for name in VM_RUNTIME_NAMES - {"np", "constants"}:
+        constants = [c.data.numpy() for c in self.constants]
+        namespace: dict[str, Any] = {"np": np, "constants": constants, "cuda": None}
+        if self.target.kind == "cuda":
+            cuda = numba_cuda()
+            namespace["cuda"] = cuda
+            namespace["constants"] = [cuda.to_device(c) for c in constants]
+        for name in VM_RUNTIME_NAMES - {"np", "constants", "cuda"}:
             namespace[name] = getattr(runtime, name)
         for name, kernel in self.kernels.items():
             func = kernel.func
@@ -103,9 +106,10 @@ def build(
     Python the VM runs. High-level relax operators must be lowered first (LegalizeOps).
 
     PrimFuncs nobody scheduled (no ``tir.is_scheduled`` attribute) get the default CPU schedule
-    (``mlckit.tir.schedule.default_schedule``) when compiling with numba; the reference
-    interpreter (target "python") runs them as written. ``default_schedule=False`` turns it
-    off, ``True`` forces it on.
+    (``mlckit.tir.schedule.default_schedule``) when compiling with numba, or the default GPU
+    schedule (``default_gpu_schedule``: loops bound to GPU blocks and threads) for "cuda"; the
+    reference interpreter (target "python") runs them as written. ``default_schedule=False``
+    turns it off (a kernel for "cuda" must then bind its loops itself), ``True`` forces it on.
     """
     if not isinstance(mod, IRModule):
         raise BuildError(f"relax.build takes an IRModule, not {type(mod).__name__}")
@@ -114,10 +118,15 @@ def build(
         from ..transform import BindParams
 
         mod = BindParams("main", params)(mod)
-    if default_schedule if default_schedule is not None else target.kind == "llvm":
-        from mlckit.tir.schedule.default_schedule import DefaultSchedule
+    if default_schedule if default_schedule is not None else target.kind in ("llvm", "cuda"):
+        if target.kind == "cuda":
+            from mlckit.tir.schedule.default_gpu_schedule import DefaultGPUSchedule
 
-        mod = DefaultSchedule()(mod)
+            mod = DefaultGPUSchedule()(mod)
+        else:
+            from mlckit.tir.schedule.default_schedule import DefaultSchedule
+
+            mod = DefaultSchedule()(mod)
     globals_table = NameSupply(VM_RUNTIME_NAMES)
     python_names = {gv.name_hint: globals_table.get(gv, gv.name_hint) for gv in mod.functions}
     kernels: dict[str, Kernel] = {}
@@ -132,7 +141,12 @@ def build(
             kernels[gv.name_hint] = compile_kernel(func, python_names[gv.name_hint], target)
         elif isinstance(func, Function):
             generator = RelaxToPython(
-                func, python_names[gv.name_hint], python_names, constants, kernel_names
+                func,
+                python_names[gv.name_hint],
+                python_names,
+                constants,
+                kernel_names,
+                device="cuda" if target.kind == "cuda" else "cpu",
             )
             relax_sources[gv.name_hint] = generator.generate()
             param_names[gv.name_hint] = [p.name_hint for p in func.params]
@@ -158,7 +172,15 @@ class VirtualMachine:
                 f"VirtualMachine needs the Executable relax.build returns, not {type(exe).__name__}"
             )
         self.executable = exe
-        self.device = (device[0] if isinstance(device, list) else device) or cpu()
+        on_gpu = exe.target.kind == "cuda"
+        self.device = (device[0] if isinstance(device, list) else device) or (
+            cuda() if on_gpu else cpu()
+        )
+        if (self.device.device_type == "cuda") != on_gpu:
+            raise VMError(
+                f"the executable was built for {exe.target.kind} and cannot run on "
+                f"{self.device}; build it for the device's target"
+            )
         self._namespace = exe.make_namespace()
 
     def __getitem__(self, name: str) -> Callable[..., Any]:
@@ -177,7 +199,7 @@ class VirtualMachine:
                 raise VMError(
                     f"{name} takes {len(params)} arguments ({', '.join(params)}), got {len(args)}"
                 )
-            result = func(*[runtime.from_ndarray(a) for a in args])
+            result = func(*[runtime.from_ndarray(a, device) for a in args])
             return _wrap_result(result, device)
 
         call.__name__ = name
@@ -247,7 +269,7 @@ def _wrap_result(value: Any, device: Device) -> Any:
 
     from mlckit.runtime.ndarray import NDArray
 
-    if isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray) or is_device_array(value):
         return NDArray(value, device)
     if isinstance(value, tuple):
         return tuple(_wrap_result(v, device) for v in value)

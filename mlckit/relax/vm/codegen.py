@@ -55,6 +55,7 @@ from ..struct_info import (
 VM_RUNTIME_NAMES = frozenset(
     {
         "np",
+        "cuda",
         "check_tensor",
         "check_tuple",
         "check_shape",
@@ -82,8 +83,11 @@ class RelaxToPython:
         globals_: dict[str, str],
         constants: list[Constant],
         kernel_names: frozenset[str] = frozenset(),
+        device: str = "cpu",
     ):
         self.func = func
+        # Where tensors live: "cpu" (numpy arrays) or "cuda" (numba device arrays).
+        self.device = device
         self.name = name
         # Module-level names: relax function and kernel names by their GlobalVar name.
         self.globals = globals_
@@ -286,6 +290,12 @@ class RelaxToPython:
             self.emit(statement)
 
     def alloc_storage(self, target: str, call: Call, binding: VarBinding) -> None:
+        if self.device == "cuda":
+            raise BuildError(
+                f"{self.func_label()}: `{binding.var.name_hint} = R.memory.alloc_storage(...)`: "
+                "the cuda target allocates each tensor itself; build the module before "
+                "memory planning (StaticPlanBlockMemory)"
+            )
         size = call.args[0]
         if not isinstance(size, ShapeExpr) or len(size.values) != 1:
             raise BuildError(
@@ -390,6 +400,8 @@ class RelaxToPython:
         return arg.value
 
     def _empty(self, shape: str, dtype: str) -> str:
+        if self.device == "cuda":
+            return f"cuda.device_array({shape}, dtype=np.{dtype})"
         return f"np.empty({shape}, dtype=np.{dtype})"
 
     def _dims_text(self, dims: tuple[E.PrimExpr, ...]) -> str:

@@ -12,12 +12,13 @@ from typing import Any
 import numpy as np
 
 from mlckit.errors import VMError
-from mlckit.runtime.ndarray import NDArray
+from mlckit.runtime.cuda import is_device_array, to_device
+from mlckit.runtime.ndarray import Device, NDArray, cuda
 from mlckit.runtime.registry import get_global_func
 
 
 def describe(value: Any) -> str:
-    if isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray) or is_device_array(value):
         return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
     if isinstance(value, tuple):
         return f"a tuple of {len(value)} values"
@@ -32,7 +33,7 @@ def check_tensor(
     ``expected`` has one entry per dim: the required size, or None for a dim bound here;
     ``labels`` spell the dims as the signature does (``"n"``, ``"784"``) for the message.
     """
-    if not isinstance(value, np.ndarray):
+    if not isinstance(value, np.ndarray) and not is_device_array(value):
         raise VMError(f"{where} expects a tensor, got {describe(value)}")
     shape = value.shape
     if expected is not None:
@@ -94,18 +95,29 @@ def as_bool(value: Any) -> bool:
 def to_ndarray(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return NDArray(value)
+    if is_device_array(value):
+        return NDArray(value, cuda())
     if isinstance(value, tuple):
         return tuple(to_ndarray(v) for v in value)
     return value
 
 
-def from_ndarray(value: Any) -> Any:
+def from_ndarray(value: Any, device: Device | None = None) -> Any:
+    """A VM argument as the generated code takes it, on ``device``: a numpy array on the cpu,
+    a device array on cuda (host data is copied over)."""
+    on_gpu = device is not None and device.device_type == "cuda"
     if isinstance(value, NDArray):
-        return value._data
+        if value.on_gpu == on_gpu:
+            return value._data
+        value = value.numpy()
     if isinstance(value, np.ndarray):
+        if on_gpu:
+            return to_device(np.ascontiguousarray(value))
         return value if value.flags.c_contiguous else np.ascontiguousarray(value)
+    if is_device_array(value) and not on_gpu:
+        return value.copy_to_host()
     if isinstance(value, (tuple, list)):
-        return tuple(from_ndarray(v) for v in value)
+        return tuple(from_ndarray(v, device) for v in value)
     return value
 
 

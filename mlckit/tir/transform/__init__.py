@@ -2,6 +2,7 @@
 
 ``lower_prim_func`` is what the backend applies to every PrimFunc it compiles;
 ``CompactBufferAllocation()`` is the same rewrite as a module pass, to look at its result.
+``DefaultGPUSchedule()`` (TVM's name for it here) binds unscheduled kernels to GPU threads.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from mlckit.ir import transform as _transform
 from mlckit.ir.module import BaseFunc, IRModule
 
 from ..function import PrimFunc
+from ..schedule.default_gpu_schedule import DefaultGPUSchedule
 from .compact_buffer_allocation import compact_buffer_allocation
 
 
@@ -27,4 +29,9 @@ def CompactBufferAllocation() -> _transform.Pass:
     return _transform.function_pass(apply, opt_level=0, name="tir.CompactBufferAllocation")
 
 
-__all__ = ["CompactBufferAllocation", "compact_buffer_allocation", "lower_prim_func"]
+__all__ = [
+    "CompactBufferAllocation",
+    "DefaultGPUSchedule",
+    "compact_buffer_allocation",
+    "lower_prim_func",
+]

@@ -18,9 +18,10 @@ in registers and L1: it is the difference between 0.5x and 0.8x numpy on a 1024^
 
 Two rules keep the rewrite sound:
 
-* An access inside a reduction block counts as happening *above* the loops that drive the
-  block's reduction iter vars: the value it accumulates lives across those iterations, so the
-  buffer must not be re-allocated inside them.
+* An access to the buffer a reduction block writes counts as happening *above* the loops
+  that drive the block's reduction iter vars: the value it accumulates lives across those
+  iterations, so the buffer must not be re-allocated inside them. (What the block only reads,
+  a shared-memory tile of the inputs, say, may live inside them.)
 * As in TVM, a buffer that a block allocates carries no value from one iteration of a loop
   enclosing all its accesses to the next (what schedule primitives produce: every read of a
   cache or compute_at'ed intermediate is preceded by its write in the same iteration).
@@ -84,7 +85,9 @@ class _Collector:
     def __init__(self) -> None:
         self.candidates: dict[int, _Candidate] = {}
         self.scopes: list[Scope] = []
-        self.cut: int | None = None  # accesses below here are attributed to scopes[:cut]
+        # Accesses to the buffers a reduction writes are attributed to scopes[:cut].
+        self.cut: int | None = None
+        self.accumulators: set[int] = set()
         self.loops: list[S.For] = []
         self.bindings: dict[E.Var, E.PrimExpr] = {}
 
@@ -123,13 +126,14 @@ class _Collector:
     def block_realize(self, realize: S.BlockRealize) -> None:
         self.exprs(*realize.iter_values, realize.predicate)
         block = realize.block
-        saved_cut, added = self.cut, []
+        saved_cut, saved_accumulators, added = self.cut, self.accumulators, []
         for iv, value in zip(block.iter_vars, realize.iter_values):
             bound = self.resolve(value)
             self.bindings[iv.var] = bound
             added.append(iv.var)
             if iv.iter_type == E.IterVarType.CommReduce:
                 self.cut_at_loops_of(bound)
+                self.accumulators = self.accumulators | {id(r.buffer) for r in block.writes}
         for buffer in block.alloc_buffers:
             self.candidates[id(buffer)] = _Candidate(buffer, block)
         for match in block.match_buffers:
@@ -143,7 +147,7 @@ class _Collector:
         self.scopes.pop()
         for var in added:
             del self.bindings[var]
-        self.cut = saved_cut
+        self.cut, self.accumulators = saved_cut, saved_accumulators
 
     def cut_at_loops_of(self, value: E.PrimExpr) -> None:
         used = {id(v) for v in _vars(value)}
@@ -167,7 +171,8 @@ class _Collector:
         candidate = self.candidates.get(id(buffer))
         if candidate is None:
             return
-        position = self.scopes if self.cut is None else self.scopes[: self.cut]
+        cut = self.cut if id(buffer) in self.accumulators else None
+        position = self.scopes if cut is None else self.scopes[:cut]
         # The buffer cannot move above the block that allocates it.
         owner_depth = _index_of(self.scopes, candidate.owner)
         if len(position) <= owner_depth:
@@ -208,10 +213,12 @@ def _plan(candidate: _Candidate, analyzer: Analyzer) -> _Plan | None:
     highs: list[list[E.PrimExpr]] = [[] for _ in buffer.shape]
     for access in candidate.accesses:
         # Loops below the new home run inside one iteration of it: relax over their ranges.
+        # A shared-memory buffer is one per GPU thread block: relax over its threads too.
         dom = {
             loop.loop_var: E.Range.from_min_extent(loop.min, loop.extent)
             for loop in access.loops
             if id(loop) not in kept
+            or (buffer.scope == "shared" and S.is_thread_loop(loop, "threadIdx"))
         }
         for axis, index in enumerate(access.indices):
             touched = analyzer.int_set(index, dom)

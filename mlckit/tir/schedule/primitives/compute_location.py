@@ -114,12 +114,21 @@ def _move_under_loop(
     # provide (reverse_compute_at) per iteration of the target loop.
     shared = {id(r.buffer) for r in (block.writes if forward else block.reads)}
     regions: dict[int, list[tuple[E.PrimExpr, E.PrimExpr]]] = {}
+    # A shared-memory buffer serves every thread of a GPU thread block: the region computed
+    # at the loop is what all its threads need (TVM relaxes by storage scope the same way).
+    block_threads = {
+        loop.loop_var: loop_range(loop)
+        for loop in [*sch.loops_above(target), target]
+        if S.is_thread_loop(loop, "threadIdx")
+    }
     for other in required:
         bindings = dict(zip((iv.var for iv in other.block.iter_vars), other.iter_values))
         dom = {loop.loop_var: loop_range(loop) for loop in inner_loops[id(other)]}
         for region in other.block.reads if forward else other.block.writes:
             if id(region.buffer) not in shared:
                 continue
+            if region.buffer.scope == "shared":
+                dom = {**block_threads, **dom}
             relaxed = relax_region(region, bindings, dom, analyzer)
             bounds = [
                 (rng.min, analyzer.simplify(rng.min + rng.extent - 1)) for rng in relaxed.region

@@ -164,6 +164,28 @@ def fuse(sch: Schedule, *loops: LoopRV, preserve_unit_iters: bool = True) -> Loo
     return LoopRV(fused)
 
 
+@primitive("add_unit_loop")
+def add_unit_loop(sch: Schedule, block_or_loop: BlockRV | LoopRV) -> LoopRV:
+    """Wrap a block (or a loop) in a new loop ``for u in range(1)`` and return it.
+
+    Nothing reads the new loop's variable, so the computation is unchanged; the loop gives a
+    block without loops (a 0-d result) or with reduction loops only something to ``bind``.
+    """
+    if isinstance(block_or_loop, BlockRV):
+        node: S.Stmt = sch.block_realize(block_or_loop)
+        dtype = "int32"
+    elif isinstance(block_or_loop, LoopRV):
+        node = sch.loop(block_or_loop)
+        dtype = node.loop_var.dtype
+    else:
+        raise ScheduleError(
+            f"add_unit_loop: expected a block or loop handle, got {block_or_loop!r}"
+        )
+    unit = E.Var("u", dtype)
+    sch.replace(node, S.For(unit, 0, 1, S.ForKind.SERIAL, node))
+    return LoopRV(unit)
+
+
 class _SimplifyBindings(StmtExprMutator):
     """Simplifies block bindings and predicates, e.g. ``f // 8 * 8 + f % 8`` to ``f``."""
 

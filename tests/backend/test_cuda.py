@@ -1,0 +1,173 @@
+"""The cuda target: bound loops become numba.cuda kernels (numba's simulator without a GPU)."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import mlckit
+from mlckit import relax, tir
+from mlckit.datasets import fashion_mnist, mlp_params, mlp_reference
+from mlckit.errors import BuildError, MLCError, VMError
+from mlckit.script import tir as T
+
+
+@pytest.fixture(autouse=True)
+def _fast_simulator():
+    # The simulator runs each GPU thread as a Python thread; switching between them more
+    # often makes its barriers several times faster.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)
+    yield
+    sys.setswitchinterval(interval)
+
+
+@T.prim_func
+def vector_add(a: T.handle, b: T.handle, c: T.handle):
+    n = T.int64()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    C = T.match_buffer(c, (n,), "float32")
+    for i in range(n):
+        with T.block("C"):
+            vi = T.axis.remap("S", [i])
+            C[vi] = A[vi] + B[vi]
+
+
+def bound_vector_add(threads: int = 32) -> tir.Schedule:
+    sch = tir.Schedule(vector_add)
+    (i,) = sch.get_loops(sch.get_block("C"))
+    i0, i1 = sch.split(i, [None, threads])
+    sch.bind(i0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.x")
+    return sch
+
+
+def test_vector_add_launches_one_thread_per_element():
+    lib = mlckit.build(bound_vector_add().mod, "cuda")
+    source = lib.source("main")
+    assert "i_1 = cuda.threadIdx.x" in source and "i_0 = cuda.blockIdx.x" in source
+    # The grid is computed from n when the function is called.
+    assert "main_kernel0[((n + 31) // 32,), (32,)](A, B, C, n)" in source
+    dev = mlckit.cuda()
+    for n in (32, 45):  # 45: the last block's extra threads skip the work
+        a, b = np.random.rand(n).astype("float32"), np.random.rand(n).astype("float32")
+        c = mlckit.nd.empty((n,), "float32", dev)
+        lib["main"](mlckit.nd.array(a, dev), mlckit.nd.array(b, dev), c)
+        assert c.device == dev
+        np.testing.assert_allclose(c.numpy(), a + b)
+
+
+def test_unbound_loops_are_named_with_how_to_bind_them():
+    with pytest.raises(BuildError, match=r"block 'C' under loops \(i\) is bound to no thread"):
+        mlckit.build(vector_add, "cuda")
+    with pytest.raises(BuildError, match=r'sch.bind\(i0, "blockIdx.x"\)'):
+        mlckit.build(vector_add, "cuda")
+
+
+N = 32
+
+
+@T.prim_func
+def matmul(
+    A: T.Buffer((N, N), "float32"), B: T.Buffer((N, N), "float32"), C: T.Buffer((N, N), "float32")
+):
+    for i, j, k in T.grid(N, N, N):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+def cooperative_fetch(sch, block, threads: int, index: int, loop) -> None:
+    shared = sch.cache_read(block, index, "shared")
+    sch.compute_at(shared, loop)
+    fused = sch.fuse(*sch.get_loops(shared)[-2:])
+    _, tx, vec = sch.split(fused, [None, threads, 2])
+    sch.vectorize(vec)
+    sch.bind(tx, "threadIdx.x")
+
+
+def shared_memory_matmul(local=(2, 2), block=(4, 4), tile_k=4) -> tir.Schedule:
+    """The MLC course's schedule: block tiling, a local accumulator, shared-memory tiles."""
+    sch = tir.Schedule(matmul)
+    block_C = sch.get_block("C")
+    C_local = sch.cache_write(block_C, 0, "local")
+    i, j, k = sch.get_loops(block_C)
+    i0, i1, i2 = sch.split(i, [None, block[0], local[0]])
+    j0, j1, j2 = sch.split(j, [None, block[1], local[1]])
+    k0, k1 = sch.split(k, [None, tile_k])
+    sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2)
+    sch.reverse_compute_at(C_local, j1)
+    sch.bind(i0, "blockIdx.y")
+    sch.bind(j0, "blockIdx.x")
+    sch.bind(sch.fuse(i1, j1), "threadIdx.x")
+    cooperative_fetch(sch, block_C, block[0] * block[1], 0, k0)
+    cooperative_fetch(sch, block_C, block[0] * block[1], 1, k0)
+    sch.decompose_reduction(block_C, k0)
+    return sch
+
+
+def test_shared_memory_tiled_matmul_matches_numpy():
+    lib = mlckit.build(shared_memory_matmul().mod, "cuda")
+    source = lib.source("main")
+    # Each thread block holds an (8, 4) tile of A and a (4, 8) tile of B; each thread a 2x2
+    # accumulator.
+    assert "A_shared = cuda.shared.array((8, 4), dtype=np.float32)" in source
+    assert "B_shared = cuda.shared.array((4, 8), dtype=np.float32)" in source
+    assert "C_local = cuda.local.array((2, 2), dtype=np.float32)" in source
+    # One barrier after the tiles are fetched, one before the next k_0 overwrites them.
+    assert source.count("cuda.syncthreads()") == 2
+    assert "main_kernel0[(4, 4), (16,)](A, B, C)" in source
+    dev = mlckit.cuda()
+    a, b = np.random.rand(N, N).astype("float32"), np.random.rand(N, N).astype("float32")
+    c = mlckit.nd.empty((N, N), "float32", dev)
+    lib["main"](mlckit.nd.array(a, dev), mlckit.nd.array(b, dev), c)
+    np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_a_shared_buffer_outside_every_thread_loop_is_refused():
+    sch = tir.Schedule(matmul)
+    sch.cache_read(sch.get_block("C"), 0, "shared")
+    for name in ("C", "A_shared"):
+        loops = sch.get_loops(sch.get_block(name))
+        fused = sch.fuse(*loops[:2]) if name == "C" else sch.fuse(*loops)
+        outer, inner = sch.split(fused, [None, 32])
+        sch.bind(outer, "blockIdx.x")
+        sch.bind(inner, "threadIdx.x")
+    with pytest.raises(BuildError, match="the shared buffer 'A_shared' is allocated outside"):
+        mlckit.build(sch.mod, "cuda")
+
+
+def test_the_mlp_runs_on_the_gpu_with_the_default_gpu_schedule():
+    from mlckit.demo import mlp_script
+    from mlckit.script import from_source
+
+    ex = relax.build(from_source(mlp_script()), "cuda")
+    # Intermediates are allocated on the device and stay there between kernels.
+    assert "lv0 = cuda.device_array((n, 128), dtype=np.float32)" in ex.vm_source()
+    vm = relax.VirtualMachine(ex, mlckit.cuda())
+    params = mlp_params()
+    images = fashion_mnist().images[::150]
+    x = mlckit.nd.array(images.reshape(len(images), 784).astype("float32") / 255, mlckit.cuda())
+    out = vm["main"](x, params["w0"], params["b0"], params["w1"], params["b1"])
+    assert out.device == mlckit.cuda()
+    np.testing.assert_allclose(out.numpy(), mlp_reference(images), rtol=1e-4, atol=1e-4)
+    with pytest.raises(VMError, match="built for cuda and cannot run on cpu"):
+        relax.VirtualMachine(ex, mlckit.cpu())
+
+
+def test_device_arrays_copy_in_and_out():
+    dev = mlckit.cuda()
+    host = np.arange(6, dtype="float32").reshape(2, 3)
+    x = mlckit.nd.array(host, dev)
+    assert x.on_gpu and x.shape == (2, 3) and x.dtype == "float32"
+    np.testing.assert_array_equal(x.numpy(), host)
+    x.copyfrom(host * 2)
+    np.testing.assert_array_equal(np.asarray(x), host * 2)
+    np.testing.assert_array_equal(x.copyto(mlckit.cpu()).numpy(), host * 2)
+    with pytest.raises(MLCError, match="DLPack is available for cpu tensors only"):
+        np.from_dlpack(x)
