@@ -12,6 +12,7 @@ from mlckit import relax, tir
 from mlckit.datasets import fashion_mnist, mlp_params, mlp_reference
 from mlckit.errors import BuildError, MLCError, VMError
 from mlckit.script import tir as T
+from mlckit.testing.gpu_schedules import shared_memory_matmul
 
 
 @pytest.fixture(autouse=True)
@@ -82,37 +83,8 @@ def matmul(
             C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
 
 
-def cooperative_fetch(sch, block, threads: int, index: int, loop) -> None:
-    shared = sch.cache_read(block, index, "shared")
-    sch.compute_at(shared, loop)
-    fused = sch.fuse(*sch.get_loops(shared)[-2:])
-    _, tx, vec = sch.split(fused, [None, threads, 2])
-    sch.vectorize(vec)
-    sch.bind(tx, "threadIdx.x")
-
-
-def shared_memory_matmul(local=(2, 2), block=(4, 4), tile_k=4) -> tir.Schedule:
-    """The MLC course's schedule: block tiling, a local accumulator, shared-memory tiles."""
-    sch = tir.Schedule(matmul)
-    block_C = sch.get_block("C")
-    C_local = sch.cache_write(block_C, 0, "local")
-    i, j, k = sch.get_loops(block_C)
-    i0, i1, i2 = sch.split(i, [None, block[0], local[0]])
-    j0, j1, j2 = sch.split(j, [None, block[1], local[1]])
-    k0, k1 = sch.split(k, [None, tile_k])
-    sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2)
-    sch.reverse_compute_at(C_local, j1)
-    sch.bind(i0, "blockIdx.y")
-    sch.bind(j0, "blockIdx.x")
-    sch.bind(sch.fuse(i1, j1), "threadIdx.x")
-    cooperative_fetch(sch, block_C, block[0] * block[1], 0, k0)
-    cooperative_fetch(sch, block_C, block[0] * block[1], 1, k0)
-    sch.decompose_reduction(block_C, k0)
-    return sch
-
-
 def test_shared_memory_tiled_matmul_matches_numpy():
-    lib = mlckit.build(shared_memory_matmul().mod, "cuda")
+    lib = mlckit.build(shared_memory_matmul(matmul).mod, "cuda")
     source = lib.source("main")
     # Each thread block holds an (8, 4) tile of A and a (4, 8) tile of B; each thread a 2x2
     # accumulator.
@@ -122,6 +94,19 @@ def test_shared_memory_tiled_matmul_matches_numpy():
     # One barrier after the tiles are fetched, one before the next k_0 overwrites them.
     assert source.count("cuda.syncthreads()") == 2
     assert "main_kernel0[(4, 4), (16,)](A, B, C)" in source
+    dev = mlckit.cuda()
+    a, b = np.random.rand(N, N).astype("float32"), np.random.rand(N, N).astype("float32")
+    c = mlckit.nd.empty((N, N), "float32", dev)
+    lib["main"](mlckit.nd.array(a, dev), mlckit.nd.array(b, dev), c)
+    np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_one_thread_block_covering_the_whole_matmul():
+    # Loops of one iteration (blockIdx of extent 1) must not stop buffer compaction.
+    sch = shared_memory_matmul(matmul, local=(8, 8), block=(4, 4), tile_k=8, vector=4)
+    lib = mlckit.build(sch.mod, "cuda")
+    assert "A_shared = cuda.shared.array((32, 8), dtype=np.float32)" in lib.source("main")
+    assert "C_local = cuda.local.array((8, 8), dtype=np.float32)" in lib.source("main")
     dev = mlckit.cuda()
     a, b = np.random.rand(N, N).astype("float32"), np.random.rand(N, N).astype("float32")
     c = mlckit.nd.empty((N, N), "float32", dev)

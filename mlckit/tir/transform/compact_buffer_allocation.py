@@ -213,12 +213,15 @@ def _plan(candidate: _Candidate, analyzer: Analyzer) -> _Plan | None:
     highs: list[list[E.PrimExpr]] = [[] for _ in buffer.shape]
     for access in candidate.accesses:
         # Loops below the new home run inside one iteration of it: relax over their ranges.
-        # A shared-memory buffer is one per GPU thread block: relax over its threads too.
+        # A shared-memory buffer is one per GPU thread block: relax over its threads too. A
+        # loop of one iteration is a constant wherever it is (simplification may have dropped
+        # it from some indices but not from others).
         dom = {
             loop.loop_var: E.Range.from_min_extent(loop.min, loop.extent)
             for loop in access.loops
             if id(loop) not in kept
             or (buffer.scope == "shared" and S.is_thread_loop(loop, "threadIdx"))
+            or E.is_const_int(loop.extent, 1)
         }
         for axis, index in enumerate(access.indices):
             touched = analyzer.int_set(index, dom)
