@@ -74,6 +74,78 @@ class Trace:
     def __str__(self) -> str:
         return "\n".join(self.as_python())
 
+    # ------------------------------------------------------------------ storing
+    def as_json(self) -> list[dict[str, Any]]:
+        """The trace as plain JSON data (what a tuning database stores): handles and sampled
+        values become ``{"rv": n}`` references to the step outputs that made them."""
+        numbers: dict[int, int] = {}
+        keep: list[Any] = []  # ids are only unique while the objects live
+
+        def output(value: Any) -> Any:
+            if isinstance(value, (list, tuple)):
+                return [output(v) for v in value]
+            if value is None or isinstance(value, bool):
+                return value
+            numbers[id(value)] = len(numbers)
+            keep.append(value)
+            return {"rv": numbers[id(value)]}
+
+        def encode(value: Any) -> Any:
+            if id(value) in numbers:
+                return {"rv": numbers[id(value)]}
+            if isinstance(value, (list, tuple)):
+                return {type(value).__name__: [encode(v) for v in value]}
+            if value is None or isinstance(value, (bool, int, float, str)):
+                return value
+            raise ScheduleError(
+                f"a trace with {type(value).__name__} arguments ({value!r}) cannot be stored "
+                "as JSON; only handles, numbers, strings and lists of them can"
+            )
+
+        steps = []
+        for inst in self.instructions:
+            step = {
+                "kind": inst.kind,
+                "args": [encode(a) for a in inst.args],
+                "kwargs": {k: encode(v) for k, v in inst.kwargs.items()},
+            }
+            step["outputs"] = output(inst.outputs)
+            if inst.decision is not None:
+                step["decision"] = inst.decision
+            steps.append(step)
+        return steps
+
+    @staticmethod
+    def from_json(steps: list[dict[str, Any]]) -> Trace:
+        """The trace :meth:`as_json` stored; apply it with :meth:`apply_to_schedule`."""
+        handles: dict[int, _StoredHandle] = {}
+
+        def decode(value: Any) -> Any:
+            if isinstance(value, dict):
+                if "rv" in value:
+                    return handles.setdefault(value["rv"], _StoredHandle(value["rv"]))
+                if "list" in value:
+                    return [decode(v) for v in value["list"]]
+                if "tuple" in value:
+                    return tuple(decode(v) for v in value["tuple"])
+                raise ScheduleError(f"not a stored trace value: {value!r}")
+            if isinstance(value, list):
+                return [decode(v) for v in value]
+            return value
+
+        trace = Trace()
+        for step in steps:
+            trace.append(
+                Instruction(
+                    step["kind"],
+                    tuple(decode(a) for a in step["args"]),
+                    {k: decode(v) for k, v in step["kwargs"].items()},
+                    decode(step["outputs"]),
+                    step.get("decision"),
+                )
+            )
+        return trace
+
     # ------------------------------------------------------------------ replay
     def apply_to_schedule(self, sch: Schedule, remove_postproc: bool = False) -> None:
         """Apply every step to ``sch`` (a fresh schedule of the same function): handles are
@@ -91,6 +163,17 @@ class Trace:
                 kwargs["decision"] = inst.decision
             result = getattr(sch, inst.kind)(*convert(inst.args), **kwargs)
             _map_outputs(inst.outputs, result, mapping)
+
+
+class _StoredHandle:
+    """A handle or sampled value of a trace read back from JSON: what a replay maps to the new
+    schedule's own."""
+
+    def __init__(self, number: int):
+        self.number = number
+
+    def __repr__(self) -> str:
+        return f"rv{self.number}"
 
 
 def _map_outputs(old: Any, new: Any, mapping: dict[int, Any]) -> None:

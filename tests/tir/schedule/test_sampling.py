@@ -186,3 +186,31 @@ def test_bad_sampling_raises_and_leaves_the_schedule_as_it_was():
     (loop,) = symbolic.get_loops(symbolic.get_block("T_add"))
     with pytest.raises(ScheduleError, match="sample_perfect_tile: loop .* symbolic extent n"):
         symbolic.sample_perfect_tile(loop, n=2)
+
+
+def test_a_trace_stored_as_json_replays_to_the_same_program():
+    import json
+
+    A = te.placeholder((16, 16), "float32", name="A")
+    B = te.placeholder((16, 16), "float32", name="B")
+    func = te.create_prim_func([A, B, topi.nn.relu(topi.matmul(A, B))])
+    sch = tir.Schedule(func, seed=5)
+    block = sch.get_block("T_matmul")
+    i, j, _ = sch.get_loops(block)
+    sch.split(j, sch.sample_perfect_tile(j, n=2))
+    sch.split(i, [None, sch.sample_categorical([2, 4], [1, 1])])
+    sch.compute_at(block, sch.sample_compute_location(block, decision=0))
+    stored = json.loads(json.dumps(sch.trace.as_json()))
+    assert stored[0]["outputs"] == {"rv": 0} and "decision" in stored[2]
+
+    replayed = tir.Schedule(func, seed=99)
+    tir.schedule.Trace.from_json(stored).apply_to_schedule(replayed)
+    assert_structural_equal(replayed.mod, sch.mod)
+    assert str(replayed.trace) == str(sch.trace)
+
+    with_lambda = tir.Schedule(func)
+    with_lambda.transform_layout(
+        with_lambda.get_block("T_matmul"), ("write", 0), lambda a, b: [b, a]
+    )
+    with pytest.raises(ScheduleError, match="cannot be stored as JSON"):
+        with_lambda.trace.as_json()
