@@ -46,6 +46,8 @@ _GPU_INTRINSICS = {
 }
 
 _AXES = ("x", "y", "z")
+# What every CUDA GPU of compute capability 2.0 or later allows.
+MAX_THREADS_PER_BLOCK = 1024
 
 
 @dataclass
@@ -114,8 +116,9 @@ class CudaCodegen(PythonCodegen):
         if buffer.scope not in ("global", ""):
             raise BuildError(
                 f"{self.name}: the {buffer.scope} buffer {buffer.name!r} is allocated outside "
-                "every thread-bound loop; move the block that writes it under the loops bound "
-                "to blockIdx (compute_at), so that it lives in one thread block"
+                "every thread-bound loop: some block that writes or reads it is not under the "
+                "loops bound to GPU threads; move it there (compute_at for a producer, "
+                "reverse_compute_at for a consumer)"
             )
         name = self.names.get(buffer, buffer.name)
         self.emit(f"{name} = cuda.device_array({self.shape_text(buffer)}, dtype=np.{buffer.dtype})")
@@ -134,6 +137,16 @@ class CudaCodegen(PythonCodegen):
         self.kernel_keys.append(object())
         kernel_name = self.names.get(self.kernel_keys[-1], f"{self.name}_kernel{len(self.kernels)}")
         self.launch = _Launch(_launch_extents(self.name, loop))
+        threads = 1
+        for tag, extent in self.launch.extents.items():
+            if tag.startswith("threadIdx") and isinstance(extent, E.IntImm):
+                threads *= extent.value
+        if threads > MAX_THREADS_PER_BLOCK:
+            raise BuildError(
+                f"{self.name}: a thread block of {threads} threads; a GPU runs at most "
+                f"{MAX_THREADS_PER_BLOCK} per block: split the loops bound to threadIdx smaller "
+                "and bind the outer part to blockIdx"
+            )
         # What the kernel reads from outside: buffers, and the host's scalars (shape
         # variables, host loop variables), which are exactly the names defined so far.
         used_buffers: dict[int, Buffer] = {}

@@ -181,13 +181,15 @@ def get_block_read_write_region(block: Block) -> tuple[list[BufferRegion], list[
     their ranges (``for k in range(4): A[vi, k]`` reads ``A[vi, 0:4]``); the block's own iter
     vars stay symbolic. A nested block contributes its own reads/writes with its iter vars
     replaced by their bindings. Buffers the block allocates (or views with match_buffer) are
-    left out, and a buffer that is written is not listed among the reads. Buffers appear in
-    order of first access.
+    left out; a block with an init (a reduction) does not list the buffers it writes among its
+    reads. Buffers appear in order of first access.
     """
     collector = _RegionCollector(block)
     collector.visit(block)
     writes = collector.regions(collector.writes, {})
-    reads = collector.regions(collector.reads, collector.writes)
+    # As in TVM, only a reduction with an init leaves what it writes out of its reads: its
+    # T.init() says where the value it accumulates comes from.
+    reads = collector.regions(collector.reads, collector.writes if block.init is not None else {})
     return reads, writes
 
 

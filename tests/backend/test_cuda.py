@@ -61,6 +61,21 @@ def test_vector_add_launches_one_thread_per_element():
         np.testing.assert_allclose(c.numpy(), a + b)
 
 
+@T.prim_func
+def copy_64x32(A: T.Buffer((64, 32), "float32"), B: T.Buffer((64, 32), "float32")):
+    for i, j in T.grid(64, 32):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj]
+
+
+def test_more_threads_per_block_than_a_gpu_runs_is_refused():
+    sch = tir.Schedule(copy_64x32)
+    sch.bind(sch.fuse(*sch.get_loops(sch.get_block("B"))), "threadIdx.x")
+    with pytest.raises(BuildError, match="a thread block of 2048 threads; a GPU runs at most 1024"):
+        mlckit.build(sch.mod, "cuda")
+
+
 def test_unbound_loops_are_named_with_how_to_bind_them():
     with pytest.raises(BuildError, match=r"block 'C' under loops \(i\) is bound to no thread"):
         mlckit.build(vector_add, "cuda")

@@ -289,7 +289,7 @@ def statements_func() -> tir.PrimFunc:
         [(vi, c16, S)],
         [i * 4 + j],
         BufferStore(Bb, Bb[vi] + local[0], [vi]),
-        [],
+        [point(Bb, vi)],
         [point(Bb, vi)],
         allocs=[local],
         predicate=i * 4 + j < 10,

@@ -103,8 +103,12 @@ def test_inner_loop_is_relaxed():
     k = Var("k")
     body = For(k, 0, 4, ForKind.SERIAL, BufferStore(B, B[vi] + A[vi, k], [vi]))
     reads, writes = get_block_read_write_region(Block([spatial(vi, 16)], [], [], "B", body))
-    assert_regions(reads, [(A, [(vi, 1), (0, 4)])])
+    # Without an init, the value B[vi] accumulates into is read too (as in TVM).
+    assert_regions(reads, [(B, [(vi, 1)]), (A, [(vi, 1), (0, 4)])])
     assert_regions(writes, [(B, [(vi, 1)])])
+    with_init = Block([spatial(vi, 16)], [], [], "B", body, init=BufferStore(B, 0.0, [vi]))
+    reads, _ = get_block_read_write_region(with_init)
+    assert_regions(reads, [(A, [(vi, 1), (0, 4)])])
 
 
 def test_tiled_access_and_union_of_accesses():
@@ -124,7 +128,7 @@ def test_symbolic_loop_extent():
     k = Var("k")
     body = For(k, 0, n, ForKind.SERIAL, BufferStore(S, S[0] + A[k], [0]))
     reads, writes = get_block_read_write_region(Block([], [], [], "sum", body))
-    assert_regions(reads, [(A, [(0, n)])])
+    assert_regions(reads, [(S, [(0, 1)]), (A, [(0, n)])])
     assert_regions(writes, [(S, [(0, 1)])])
 
 
@@ -150,7 +154,7 @@ def test_match_buffer_access_maps_to_source_region():
         [spatial(vi, 16)], [], [], "B", body, match_buffers=[MatchBufferRegion(sub, source)]
     )
     reads, writes = get_block_read_write_region(block)
-    assert_regions(reads, [(A, [(vi, 1), (0, 16)])])
+    assert_regions(reads, [(B, [(vi, 1)]), (A, [(vi, 1), (0, 16)])])
     assert_regions(writes, [(B, [(vi, 1)])])
 
 

@@ -10,6 +10,7 @@ from .fuse_ops import FuseOps
 from .fuse_ops_by_pattern import FuseOpsByPattern, FusionError, FusionPattern, PatternCheckContext
 from .fuse_tir import FuseTIR
 from .legalize_ops import LegalizeOps, register_legalize
+from .meta_schedule import MetaScheduleApplyDatabase
 from .static_plan_block_memory import StaticPlanBlockMemory, estimate_memory_usage
 from .to_non_dataflow import ToNonDataflow
 
@@ -26,6 +27,7 @@ __all__ = [
     "FusionError",
     "FusionPattern",
     "LegalizeOps",
+    "MetaScheduleApplyDatabase",
     "PatternCheckContext",
     "StaticPlanBlockMemory",
     "ToNonDataflow",

@@ -59,7 +59,7 @@ def test_a_parameter_changes_the_signature_and_ranged_regions_are_mapped():
         for i in range(16):
             with T.block("B"):
                 vi = T.axis.spatial(16, i)
-                T.reads(A[0:8, vi])
+                T.reads(B[vi], A[0:8, vi])
                 B[vi] = T.float32(0)
                 for k in range(8):
                     B[vi] = B[vi] + A[k, vi]

@@ -41,7 +41,19 @@ def compute_at(
     bound to ``region min + loop var``. Loops of extent 1 are left out unless
     ``preserve_unit_loops``. ``index`` picks the position among the statements of ``loop``'s
     body: -1 (default) the last legal one (just before the first consumer), -2 the first.
+
+    ``loop`` may also be what ``sample_compute_location`` drew: ``"root"`` leaves the block
+    where it is and ``"inline"`` inlines it (as TVM's ``compute_at`` does), so a trace replays
+    whichever location a changed decision picks.
     """
+    if isinstance(loop, str):
+        from .compute_inline import compute_inline  # it imports this module
+
+        if loop not in ("root", "inline"):
+            raise ScheduleError(f"compute_at: {loop!r} is not a loop, 'root' or 'inline'")
+        if loop == "inline":
+            compute_inline(sch, block)
+        return
     _move_under_loop(sch, "compute_at", block, loop, preserve_unit_loops, index)
 
 

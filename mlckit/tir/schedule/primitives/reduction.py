@@ -104,8 +104,14 @@ def decompose_reduction(sch: Schedule, block: BlockRV, loop: LoopRV) -> BlockRV:
                 extent=substitute(node.extent, copies),
                 body=nest,
             )
+    # Without its init, the update block reads the value it accumulates into: its writes come
+    # first among its reads, as TVM records them (so cache_read's indices agree with TVM's).
+    read_buffers = {id(region.buffer) for region in original.reads}
+    reads = [r for r in original.writes if id(r.buffer) not in read_buffers] + list(original.reads)
     update = realize.with_fields(
-        block=original.with_fields(init=None, name_hint=f"{original.name_hint}_update")
+        block=original.with_fields(
+            init=None, name_hint=f"{original.name_hint}_update", reads=tuple(reads)
+        )
     )
     edit_function(
         sch,

@@ -1,0 +1,57 @@
+"""Automatic program optimization (TVM's MetaSchedule): search a kernel's schedules, measure
+candidates, learn which are fast, and keep the best.
+
+* a **search space**: a schedule function that samples (``sch.sample_perfect_tile``), or the
+  target's default space (:mod:`.space`);
+* **measuring**: candidates built in parallel worker processes and timed one at a time
+  (:mod:`.measure`), with any ``concurrent.futures.Executor``;
+* a **search strategy**: random, or evolutionary with a learned cost model (:mod:`.search`,
+  :mod:`.cost_model`, :mod:`.features`);
+* a **database** of tuning records in a JSON file (:mod:`.database`);
+* ``tune_tir`` / ``compile_tir`` for one kernel, ``tune_relax`` +
+  ``relax.transform.MetaScheduleApplyDatabase`` for a whole model.
+"""
+
+from .cost_model import CostModel
+from .database import JSONDatabase, TuningRecord, workload_hash
+from .features import extract_features
+from .measure import Builder, MeasureResult, Runner, measure
+from .relax_integration import extract_tasks, tune_relax
+from .search import EvolutionarySearch, RandomSearch
+from .space import ScheduleFnSpace, SearchSpace, default_space, mutate
+from .tune import (
+    TuneError,
+    best_so_far,
+    compile_tir,
+    estimate_flops,
+    plot_tuning_curves,
+    tune_tir,
+    tuned_func,
+)
+
+__all__ = [
+    "Builder",
+    "CostModel",
+    "EvolutionarySearch",
+    "JSONDatabase",
+    "MeasureResult",
+    "RandomSearch",
+    "Runner",
+    "ScheduleFnSpace",
+    "SearchSpace",
+    "TuneError",
+    "TuningRecord",
+    "best_so_far",
+    "compile_tir",
+    "default_space",
+    "estimate_flops",
+    "extract_features",
+    "extract_tasks",
+    "measure",
+    "mutate",
+    "plot_tuning_curves",
+    "tune_relax",
+    "tune_tir",
+    "tuned_func",
+    "workload_hash",
+]

@@ -1,0 +1,163 @@
+"""The tuning database: every measured schedule, as a trace, kept in a JSON-lines file.
+
+A record says "on this target, this workload, scheduled by this trace, ran in these seconds".
+The workload is named by the structural hash of the *unscheduled* PrimFunc, so the same
+function written again (other variable names, another file) finds its records, and a second
+tuning run opened on the same file starts from what the first one measured.
+
+The file holds one JSON object per line, appended as records arrive (a crash loses at most the
+line being written):
+
+* ``{"workload": "<hash>", "source": "<TVMScript>"}`` once per workload, so that the file
+  says which function each record is about;
+* ``{"workload": "<hash>", "target": "llvm", "trace": [...], "run_secs": [...]}`` per record,
+  with the trace as :meth:`mlckit.tir.schedule.trace.Trace.as_json` writes it and ``run_secs``
+  ``null`` for a candidate that failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mlckit.errors import MLCError
+from mlckit.ir.module import IRModule
+from mlckit.ir.structural import structural_hash
+from mlckit.script import from_source
+from mlckit.target import Target
+from mlckit.tir.function import PrimFunc
+from mlckit.tir.schedule import Schedule
+from mlckit.tir.schedule.trace import Trace
+
+from .measure import the_prim_func
+
+
+def workload_hash(func_or_mod: PrimFunc | IRModule) -> str:
+    """The key of a workload: the structural hash of its PrimFunc (as ``{"main": func}``), in
+    hex."""
+    func = the_prim_func(func_or_mod)
+    return f"{structural_hash(IRModule({'main': func})) & (2**64 - 1):016x}"
+
+
+@dataclass
+class TuningRecord:
+    """One measured schedule of a workload on a target."""
+
+    trace: list[dict[str, Any]]
+    run_secs: list[float] | None
+    workload_hash: str
+    target: str
+
+    def mean_secs(self) -> float:
+        """The mean seconds per run; infinity for a candidate that failed."""
+        return sum(self.run_secs) / len(self.run_secs) if self.run_secs else float("inf")
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload_hash,
+            "target": self.target,
+            "trace": self.trace,
+            "run_secs": self.run_secs,
+        }
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> TuningRecord:
+        return TuningRecord(data["trace"], data["run_secs"], data["workload"], data["target"])
+
+
+class JSONDatabase:
+    """Tuning records in memory, and in the JSON-lines file ``path`` when one is given (read
+    when the database is opened, appended to by every commit)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None):
+        self.path = None if path is None else Path(path)
+        self._records: list[TuningRecord] = []
+        self._workloads: dict[str, str] = {}
+        if self.path is not None and self.path.exists():
+            self._read(self.path)
+
+    def _read(self, path: Path) -> None:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    data = json.loads(line)
+                    if "source" in data:
+                        self._workloads[data["workload"]] = data["source"]
+                    else:
+                        self._records.append(TuningRecord.from_json(data))
+                except (ValueError, KeyError, TypeError) as err:
+                    raise MLCError(
+                        f"{path}:{number}: not a tuning record ({type(err).__name__}: {err}); "
+                        "a tuning database file holds one JSON object per line"
+                    ) from None
+
+    def _append(self, data: dict[str, Any]) -> None:
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(data) + "\n")
+
+    # ------------------------------------------------------------------ writing
+    def commit_workload(self, func_or_mod: PrimFunc | IRModule) -> str:
+        """Store the unscheduled function's TVMScript (once); returns its workload hash."""
+        key = workload_hash(func_or_mod)
+        if key not in self._workloads:
+            source = the_prim_func(func_or_mod).script()
+            self._workloads[key] = source
+            self._append({"workload": key, "source": source})
+        return key
+
+    def commit_tuning_record(self, record: TuningRecord) -> None:
+        self._records.append(record)
+        self._append(record.as_json())
+
+    # ------------------------------------------------------------------ reading
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def has_workload(self, func_or_mod: PrimFunc | IRModule) -> bool:
+        return workload_hash(func_or_mod) in self._workloads
+
+    def get_workload(self, key: str) -> PrimFunc | None:
+        """The unscheduled function stored under the workload hash ``key``."""
+        source = self._workloads.get(key)
+        return None if source is None else the_prim_func(from_source(source))
+
+    def get_all_tuning_records(self) -> list[TuningRecord]:
+        return list(self._records)
+
+    def get_top_k(
+        self, func_or_mod: PrimFunc | IRModule, target: Any, k: int
+    ) -> list[TuningRecord]:
+        """The ``k`` fastest records of this workload on ``target``, fastest first (failed
+        candidates are left out)."""
+        key, wanted = workload_hash(func_or_mod), Target(target)
+        found = [
+            r
+            for r in self._records
+            if r.workload_hash == key and r.run_secs and Target(r.target) == wanted
+        ]
+        return sorted(found, key=TuningRecord.mean_secs)[:k]
+
+    def query_schedule(self, func_or_mod: PrimFunc | IRModule, target: Any) -> Schedule | None:
+        """The best record's trace replayed on a fresh schedule of the function; ``None`` when
+        the workload has no successful record for ``target``."""
+        best = self.get_top_k(func_or_mod, target, 1)
+        if not best:
+            return None
+        sch = Schedule(the_prim_func(func_or_mod))
+        Trace.from_json(best[0].trace).apply_to_schedule(sch)
+        return sch
+
+    def __repr__(self) -> str:
+        where = self.path or "memory"
+        return f"<JSONDatabase {where}: {len(self._workloads)} workloads, {len(self)} records>"
+
+
+__all__ = ["JSONDatabase", "TuningRecord", "workload_hash"]

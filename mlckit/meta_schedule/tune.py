@@ -1,0 +1,234 @@
+"""``tune_tir``: search a PrimFunc's schedules, measuring candidates; ``compile_tir``: apply the
+best one found.
+
+    records = ms.tune_tir(mod, "llvm", max_trials=64, database=db)   # a tqdm bar shows progress
+    sch = ms.compile_tir(db, mod, "llvm")                            # the fastest program
+    lib = mlckit.build(sch.mod, "llvm")
+
+Each iteration asks the strategy for ``num_trials_per_iter`` new programs, builds them in
+parallel, times them one at a time, stores every result in the database (failures too, so a
+broken candidate is skipped, never retried), and tells the strategy, whose cost model learns
+from it. Records already in the database for this function and target are loaded first: a
+second run resumes where the first stopped instead of measuring the same programs again.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from mlckit.errors import MLCError
+from mlckit.ir import IRModule
+from mlckit.target import Target
+from mlckit.tir import PrimFunc, Schedule
+from mlckit.tir import expr as E
+from mlckit.tir import stmt as S
+from mlckit.tir.schedule import Trace
+from mlckit.tir.stmt_functor import post_order_visit
+
+from .database import JSONDatabase, TuningRecord
+from .measure import Builder, Runner, measure
+from .search import EvolutionarySearch, RandomSearch
+from .space import ScheduleFnSpace, SearchSpace, default_space
+
+
+class TuneError(MLCError):
+    """Tuning cannot start or cannot use what was asked (no PrimFunc, no records...)."""
+
+
+def tuned_func(mod: IRModule | PrimFunc) -> PrimFunc:
+    """The one PrimFunc ``mod`` stands for (a PrimFunc, or a module holding one)."""
+    if isinstance(mod, PrimFunc):
+        return mod
+    if isinstance(mod, IRModule):
+        funcs = [f for f in mod.functions.values() if isinstance(f, PrimFunc)]
+        if len(funcs) == 1:
+            return funcs[0]
+        if "main" in mod and isinstance(mod["main"], PrimFunc):
+            return mod["main"]
+        raise TuneError(
+            f"tune_tir tunes one PrimFunc; the module holds {len(funcs)} "
+            "(pass one of them, or use tune_relax for a whole model)"
+        )
+    raise TuneError(f"tune_tir takes a PrimFunc or an IRModule, not {type(mod).__name__}")
+
+
+def estimate_flops(func: PrimFunc) -> float:
+    """Floating-point operations of one call: each block's float arithmetic times the number
+    of times the block runs (the product of its loops' extents)."""
+    total = 0.0
+    stack: list[int] = [1]
+
+    def count_ops(stmt: S.Stmt) -> int:
+        ops = 0
+
+        def visit(node: object) -> None:
+            nonlocal ops
+            if isinstance(node, (E.Add, E.Sub, E.Mul, E.Div, E.Max, E.Min)) and (
+                node.dtype.startswith("float")
+            ):
+                ops += 1
+
+        post_order_visit(stmt, visit)
+        return ops
+
+    def walk(stmt: S.Stmt) -> None:
+        nonlocal total
+        if isinstance(stmt, S.For):
+            extent = stmt.extent.value if isinstance(stmt.extent, E.IntImm) else 1
+            stack.append(stack[-1] * extent)
+            walk(stmt.body)
+            stack.pop()
+        elif isinstance(stmt, S.SeqStmt):
+            for s in stmt.seq:
+                walk(s)
+        elif isinstance(stmt, S.BlockRealize):
+            block = stmt.block
+            if block.iter_vars:
+                total += stack[-1] * count_ops(block.body)
+            walk(block.body)
+        elif isinstance(stmt, (S.LetStmt, S.Allocate)):
+            walk(stmt.body)
+        elif isinstance(stmt, S.IfThenElse):
+            walk(stmt.then_case)
+
+    walk(func.body)
+    return total
+
+
+def _space(space: Any, target: Target) -> SearchSpace:
+    if space is None:
+        return default_space(target)
+    if hasattr(space, "sample"):
+        return space
+    if callable(space):
+        return ScheduleFnSpace(space)
+    raise TuneError(
+        f"space must be a SearchSpace or a schedule function, not {type(space).__name__}"
+    )
+
+
+def tune_tir(
+    mod: IRModule | PrimFunc,
+    target: str | Target,
+    *,
+    max_trials: int,
+    num_trials_per_iter: int = 16,
+    strategy: str = "evolutionary",
+    space: SearchSpace | Callable[[Schedule], Any] | None = None,
+    database: JSONDatabase | None = None,
+    seed: int = 0,
+    builder: Builder | None = None,
+    runner: Runner | None = None,
+    progress: bool = True,
+) -> list[TuningRecord]:
+    """Tune one PrimFunc for ``target`` with at most ``max_trials`` measurements.
+
+    ``strategy``: ``"evolutionary"`` (a cost model guides mutations of trace decisions) or
+    ``"random"``. ``space``: a schedule function that samples (``sch.sample_perfect_tile``
+    ...), a :class:`SearchSpace`, or None for the default space of the target. Returns the
+    records of the programs measured by this run, in the order they were measured; every one
+    is also committed to ``database``.
+    """
+    func = tuned_func(mod)
+    target = Target(target)
+    if max_trials < 1 or num_trials_per_iter < 1:
+        raise TuneError("max_trials and num_trials_per_iter must be at least 1")
+    database = database if database is not None else JSONDatabase(None)
+    chosen_space = _space(space, target)
+    if strategy == "evolutionary":
+        search: RandomSearch = EvolutionarySearch(chosen_space, func, seed)
+    elif strategy == "random":
+        search = RandomSearch(chosen_space, func, seed)
+    else:
+        raise TuneError(f"unknown strategy {strategy!r}: choose 'evolutionary' or 'random'")
+    whash = database.commit_workload(func)
+    earlier = [
+        r
+        for r in database.get_all_tuning_records()
+        if r.workload_hash == whash and r.target == str(target)
+    ]
+    search.resume(earlier, [_replay(r, func) for r in earlier])
+
+    builder = builder if builder is not None else Builder()
+    runner = runner if runner is not None else Runner()
+    flops = estimate_flops(func)
+    best = min((r.mean_secs() for r in earlier), default=math.inf)
+    records: list[TuningRecord] = []
+    bar = _progress_bar(max_trials, func, progress)
+    try:
+        while len(records) < max_trials:
+            batch = search.next_batch(min(num_trials_per_iter, max_trials - len(records)))
+            if not batch:
+                break  # the space has no program left that was not measured
+            # Every candidate's output is checked against the unscheduled function's.
+            results = measure(
+                [sch.mod["main"] for sch in batch], target, builder, runner, reference=func
+            )
+            for sch, result in zip(batch, results):
+                record = TuningRecord(sch.trace.as_json(), result.run_secs, whash, str(target))
+                database.commit_tuning_record(record)
+                records.append(record)
+                best = min(best, record.mean_secs())
+            search.notify(batch, results)
+            if bar is not None:
+                bar.update(len(batch))
+                if math.isfinite(best):
+                    bar.set_postfix_str(f"best {flops / best / 1e9:.1f} GFLOP/s")
+    finally:
+        if bar is not None:
+            bar.close()
+    return records
+
+
+def _progress_bar(total: int, func: PrimFunc, enabled: bool) -> Any:
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    name = func.attrs.get("global_symbol", "main")
+    return tqdm(total=total, desc=f"tuning {name}", unit="trial")
+
+
+def _replay(record: TuningRecord, func: PrimFunc) -> Schedule:
+    sch = Schedule(func)
+    Trace.from_json(record.trace).apply_to_schedule(sch)
+    return sch
+
+
+def compile_tir(database: JSONDatabase, mod: IRModule | PrimFunc, target: str | Target) -> Schedule:
+    """The fastest schedule the database holds for ``mod``'s PrimFunc on ``target``."""
+    func = tuned_func(mod)
+    sch = database.query_schedule(func, Target(target))
+    if sch is None:
+        raise TuneError(
+            f"the database has no successful record of this function for {Target(target)}; "
+            "tune it first with tune_tir(mod, target, max_trials=..., database=database)"
+        )
+    return sch
+
+
+def best_so_far(records: Sequence[TuningRecord], flops: float) -> list[float]:
+    """The best GFLOP/s after each trial (0 until a trial succeeds)."""
+    curve, best = [], math.inf
+    for record in records:
+        best = min(best, record.mean_secs())
+        curve.append(flops / best / 1e9 if math.isfinite(best) else 0.0)
+    return curve
+
+
+def plot_tuning_curves(runs: Mapping[str, Sequence[TuningRecord]], flops: float, ax: Any = None):
+    """Best GFLOP/s so far against trials, one line per run (``{"random": records, ...}``)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.5))
+    for label, records in runs.items():
+        curve = best_so_far(records, flops)
+        ax.plot(range(1, len(curve) + 1), curve, label=label)
+    ax.set_xlabel("trials")
+    ax.set_ylabel("best GFLOP/s so far")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return ax
