@@ -1,0 +1,143 @@
+"""tune_tir / compile_tir / tune_relax: the search loop, its records, resuming, and applying the
+best schedule (small sizes and few trials: what is checked is behaviour, not speed)."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+
+import numpy as np
+import pytest
+
+import mlckit
+from mlckit import meta_schedule as ms
+from mlckit import relax, te, tir
+from mlckit.ir import IRModule, assert_structural_equal, structural_equal
+from mlckit.meta_schedule.tune import estimate_flops
+
+
+def matmul(n: int = 32) -> tir.PrimFunc:
+    A = te.placeholder((n, n), "float32", name="A")
+    B = te.placeholder((n, n), "float32", name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    return te.create_prim_func([A, B, C])
+
+
+def split_j(sch: tir.Schedule) -> None:
+    """The course's stochastic schedule: only j's tiling is sampled."""
+    block = sch.get_block("C")
+    i, j, k = sch.get_loops(block)
+    j0, j1 = sch.split(j, sch.sample_perfect_tile(j, n=2))
+    sch.reorder(i, j0, k, j1)
+
+
+def broken_sometimes(sch: tir.Schedule) -> None:
+    """A space where half the programs bind a loop to a GPU thread: they cannot build on llvm."""
+    split_j(sch)
+    if int(sch.sample_categorical([0, 1], [1, 1])) == 1:
+        sch.bind(sch.get_loops(sch.get_block("C"))[0], "threadIdx.x")
+
+
+@pytest.fixture(scope="module")
+def measuring():
+    # Threads instead of processes: the tests stay fast and behave the same.
+    with cf.ThreadPoolExecutor(2) as pool:
+        yield ms.Builder(pool), ms.Runner(pool, number=1, repeat=1, min_repeat_ms=0)
+
+
+def tune(space, measuring, **options):
+    builder, runner = measuring
+    options.setdefault("max_trials", 4)
+    options.setdefault("num_trials_per_iter", 2)
+    return ms.tune_tir(
+        matmul(), "llvm", space=space, builder=builder, runner=runner, progress=False, **options
+    )
+
+
+@pytest.mark.parametrize("strategy", ["random", "evolutionary"])
+def test_each_trial_is_a_distinct_measured_program(measuring, strategy):
+    db = ms.JSONDatabase(None)
+    records = tune(split_j, measuring, database=db, strategy=strategy, max_trials=5)
+    # j (32) has 5 tilings (inner factor <= 16): 5 trials measure all 5 programs.
+    assert len(records) == 5 and all(r.run_secs for r in records)
+    programs = [ms.tune._replay(r, matmul()).mod for r in records]
+    for a in range(len(programs)):
+        assert not any(structural_equal(programs[a], programs[b]) for b in range(a))
+    assert len(db.get_all_tuning_records()) == 5
+
+
+def test_a_failing_candidate_is_recorded_and_skipped(measuring):
+    db = ms.JSONDatabase(None)
+    records = tune(broken_sometimes, measuring, database=db, strategy="random", max_trials=8)
+    failed = [r for r in records if r.run_secs is None]
+    assert failed and len(failed) < len(records)
+    best = ms.compile_tir(db, matmul(), "llvm")
+    assert "bind" not in str(best.trace)
+
+
+def test_the_space_running_out_ends_the_search(measuring):
+    records = tune(split_j, measuring, strategy="random", max_trials=20, num_trials_per_iter=4)
+    # j (32) has 5 tilings whose inner factor is at most 16 (the default limit): each once.
+    assert len(records) == 5
+
+
+def test_a_seed_makes_the_search_reproducible(measuring):
+    def decisions(seed):
+        records = tune(split_j, measuring, strategy="random", seed=seed, max_trials=3)
+        return [[step.get("decision") for step in r.trace if "decision" in step] for r in records]
+
+    assert decisions(7) == decisions(7)
+
+
+def test_compile_tir_gives_the_fastest_record_and_a_second_run_resumes(measuring, tmp_path):
+    path = tmp_path / "records.json"
+    first = tune(split_j, measuring, database=ms.JSONDatabase(path), max_trials=3)
+    reopened = ms.JSONDatabase(path)
+    second = tune(split_j, measuring, database=reopened, max_trials=3)
+    # The second run measured only programs the first did not.
+    seen = {str(r.trace) for r in first}
+    assert not any(str(r.trace) in seen for r in second)
+    best = min(first + second, key=lambda r: r.mean_secs())
+    sch = ms.compile_tir(reopened, matmul(), "llvm")
+    expected = tir.Schedule(matmul())
+    tir.schedule.Trace.from_json(best.trace).apply_to_schedule(expected)
+    assert_structural_equal(sch.mod, expected.mod)
+    lib = mlckit.build(sch.mod, "llvm")
+    a, b = np.random.rand(32, 32).astype("float32"), np.random.rand(32, 32).astype("float32")
+    c = np.zeros((32, 32), "float32")
+    lib["main"](a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5)
+
+
+def test_bad_requests_are_named():
+    with pytest.raises(ms.TuneError, match="no successful record"):
+        ms.compile_tir(ms.JSONDatabase(None), matmul(), "llvm")
+    with pytest.raises(ms.TuneError, match="unknown strategy 'greedy'"):
+        ms.tune_tir(matmul(), "llvm", max_trials=1, strategy="greedy")
+    with pytest.raises(ms.TuneError, match="tunes one PrimFunc; the module holds 2"):
+        ms.tune_tir(IRModule({"a": matmul(), "b": matmul()}), "llvm", max_trials=1)
+
+
+def test_flops_of_a_matmul():
+    assert estimate_flops(matmul(32)) == 2 * 32**3
+
+
+def test_tune_relax_and_apply_the_database(measuring):
+    builder, runner = measuring
+    x = relax.Var("x", relax.TensorStructInfo((4, 16), "float32"))
+    w = relax.Var("w", relax.TensorStructInfo((16, 8), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(relax.op.nn.relu(bb.emit(relax.op.matmul(x, w)))))
+        bb.emit_func_output(out)
+    mod = relax.transform.LegalizeOps()(bb.get())
+    db = ms.tune_relax(
+        mod, "llvm", max_trials_per_task=2, builder=builder, runner=runner, progress=False
+    )
+    tuned = relax.transform.MetaScheduleApplyDatabase(db, "llvm")(mod)
+    kernels = [f for f in tuned.functions.values() if isinstance(f, tir.PrimFunc)]
+    assert kernels and all(f.attrs.get("tir.is_scheduled") for f in kernels)
+    vm = relax.VirtualMachine(relax.build(tuned, "llvm"), mlckit.cpu())
+    xs, ws = np.random.rand(4, 16).astype("float32"), np.random.rand(16, 8).astype("float32")
+    np.testing.assert_allclose(vm["main"](xs, ws).numpy(), np.maximum(xs @ ws, 0), rtol=1e-5)
