@@ -15,9 +15,8 @@ import numpy as np
 from mlckit.script import ir as I
 from mlckit.script import tir as T
 from mlckit.tir import For, ForKind, IntImm, IterVar, PrimFunc
-from mlckit.tir.analysis import collect_vars
+from mlckit.tir.analysis import block_nests, collect_vars
 from mlckit.tir.stmt import Block, BlockRealize
-from mlckit.tir.stmt_functor import StmtExprVisitor
 
 from .checks import as_prim_func, assert_close, assert_same_program, random_inputs, run_prim_func
 from .core import Mismatch, exercise
@@ -48,22 +47,7 @@ class _Nest:
 
 def _nests(func: PrimFunc) -> dict[str, _Nest]:
     """Every block of ``func`` (the implicit root left out) by name, with its loops."""
-    found: dict[str, _Nest] = {}
-    stack: list[For] = []
-
-    class Walker(StmtExprVisitor):
-        def visit_for_(self, loop: For) -> None:
-            stack.append(loop)
-            self.visit(loop.body)
-            stack.pop()
-
-        def visit_block_realize_(self, realize: BlockRealize) -> None:
-            if realize.block.name_hint != "root":
-                found[realize.block.name_hint] = _Nest(realize, tuple(stack))
-            self.visit(realize.block.body)
-
-    Walker().visit(func.body)
-    return found
+    return {n.realize.block.name_hint: _Nest(n.realize, tuple(n.loops)) for n in block_nests(func)}
 
 
 def _extent(loop: For) -> int | str:

@@ -16,9 +16,8 @@ import numpy as np
 
 from mlckit.errors import MLCError, StructuralMismatchError
 from mlckit.ir import IRModule, assert_structural_equal
-from mlckit.tir import For, ForKind, PrimFunc
-from mlckit.tir.stmt import Block
-from mlckit.tir.stmt_functor import StmtExprVisitor
+from mlckit.tir import ForKind, PrimFunc
+from mlckit.tir.analysis import block_nests
 
 from .core import Mismatch
 
@@ -190,23 +189,13 @@ class Loop:
 
 def loop_nest(func: PrimFunc) -> dict[str, tuple[Loop, ...]]:
     """For each block, the loops around it, outermost first."""
-    nest: dict[str, tuple[Loop, ...]] = {}
-    stack: list[Loop] = []
-
-    class Walker(StmtExprVisitor):
-        def visit_for_(self, loop: For) -> None:
-            kind = ForKind(loop.kind).name.lower()
-            stack.append(Loop(loop.loop_var.name, _expr_text(loop.extent), kind))
-            self.visit(loop.body)
-            stack.pop()
-
-        def visit_block_(self, block: Block) -> None:
-            if block.name_hint != "root":
-                nest[block.name_hint] = tuple(stack)
-            self.generic_visit(block)
-
-    Walker().visit(func.body)
-    return nest
+    return {
+        nest.realize.block.name_hint: tuple(
+            Loop(loop.loop_var.name, _expr_text(loop.extent), ForKind(loop.kind).name.lower())
+            for loop in nest.loops
+        )
+        for nest in block_nests(func)
+    }
 
 
 def _expr_text(expr: Any) -> str:

@@ -25,7 +25,7 @@ from mlckit.ir.module import IRModule
 from mlckit.tir import expr as E
 from mlckit.tir import stmt as S
 from mlckit.tir.buffer import Buffer
-from mlckit.tir.footprint import _nests, footprint
+from mlckit.tir.footprint import block_nests, footprint
 from mlckit.tir.function import PrimFunc
 from mlckit.tir.stmt_functor import post_order_visit, substitute
 from mlckit.tir.transform import lower_prim_func
@@ -72,7 +72,7 @@ def extract_features(func: PrimFunc | IRModule) -> np.ndarray:
     lowered = lower_prim_func(the_prim_func(func))
     blocks = [
         _block(lowered, realize, loops, bindings)
-        for realize, loops, bindings in _nests(lowered.body, [], {})
+        for realize, loops, bindings in block_nests(lowered)
     ]
     main = max(blocks, key=lambda b: (b.flops, b.iterations), default=None)
     values = [main.features[name] if main else 0.0 for name in BLOCK_FEATURES]

@@ -205,4 +205,8 @@ __all__ = [
     "get_block_read_write_region",
     "infer_block_regions",
 ]
-from .footprint import footprint as footprint  # noqa: E402 (footprint.py imports this module)
+from .footprint import (  # noqa: E402 (footprint.py imports this module)
+    BlockNest as BlockNest,
+)
+from .footprint import block_nests as block_nests  # noqa: E402
+from .footprint import footprint as footprint  # noqa: E402

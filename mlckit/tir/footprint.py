@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from mlckit import arith
 from mlckit.errors import MLCError
@@ -131,17 +131,29 @@ def _the_func(value: PrimFunc | IRModule) -> PrimFunc:
     )
 
 
-Nest = tuple[S.BlockRealize, list[S.For], dict[Var, PrimExpr]]
+class BlockNest(NamedTuple):
+    """A block, the loops around it (outermost first), and what the iter vars of it and of the
+    blocks around it are in terms of those loops."""
+
+    realize: S.BlockRealize
+    loops: list[S.For]
+    bindings: dict[Var, PrimExpr]
 
 
-def _find(body: S.Stmt, name: str | None) -> Nest | None:
+def block_nests(func_or_stmt: PrimFunc | S.Stmt) -> list[BlockNest]:
+    """Every block of a function (the root left out), in program order, with its loop nest."""
+    body = func_or_stmt.body if isinstance(func_or_stmt, PrimFunc) else func_or_stmt
+    return list(_nests(body, [], {}))
+
+
+def _find(body: S.Stmt, name: str | None) -> BlockNest | None:
     nests = [n for n in _nests(body, [], {}) if name is None or n[0].block.name_hint == name]
     if not nests:
         return None
     return max(nests, key=lambda n: len(n[1])) if name is None else nests[0]
 
 
-def _nests(stmt: Any, loops: list[S.For], bindings: dict[Var, PrimExpr]) -> Iterator[Nest]:
+def _nests(stmt: Any, loops: list[S.For], bindings: dict[Var, PrimExpr]) -> Iterator[BlockNest]:
     """Every block (not the root) with all loops around it, outermost first, and what the
     iter vars of it and of the blocks around it are in terms of those loops."""
     if isinstance(stmt, S.For):
@@ -164,7 +176,7 @@ def _nests(stmt: Any, loops: list[S.For], bindings: dict[Var, PrimExpr]) -> Iter
         for iv, value in zip(block.iter_vars, stmt.iter_values):
             inner[iv.var] = substitute(value, bindings)
         if block.name_hint != "root":
-            yield stmt, loops, inner
+            yield BlockNest(stmt, loops, inner)
         if block.init is not None:
             yield from _nests(block.init, loops, inner)
         yield from _nests(block.body, loops, inner)
