@@ -227,13 +227,10 @@ def sample_compute_location(
 ) -> tuple[LoopRV | str, int]:
     """Where to compute ``block``: a loop of its consumers' nest where ``compute_at`` is legal,
     ``"root"`` (leave the block where it is) or ``"inline"`` (where ``compute_inline`` is
-    legal). Apply the choice with::
+    legal). Apply the choice with ``compute_at``, which also takes ``"root"`` (nothing to do)
+    and ``"inline"`` (it inlines), so that a trace replays whatever a changed decision picks::
 
-        loc = sch.sample_compute_location(block)
-        if loc == "inline":
-            sch.compute_inline(block)
-        elif loc != "root":
-            sch.compute_at(block, loc)
+        sch.compute_at(block, sch.sample_compute_location(block))
 
     Each candidate is drawn with equal probability. The decision is, as in TVM, the loop's
     position among the loops above the (first) consumer, -1 for root and -2 for inline; a
