@@ -13,10 +13,12 @@ from mlckit.ir.module import BaseFunc, IRModule
 from ..function import PrimFunc
 from ..schedule.default_gpu_schedule import DefaultGPUSchedule
 from .compact_buffer_allocation import compact_buffer_allocation
+from .verify_bindings import verify_block_bindings
 
 
 def lower_prim_func(func: PrimFunc) -> PrimFunc:
     """The lowering the backend applies before generating code."""
+    verify_block_bindings(func)
     return compact_buffer_allocation(func)
 
 
@@ -34,4 +36,5 @@ __all__ = [
     "DefaultGPUSchedule",
     "compact_buffer_allocation",
     "lower_prim_func",
+    "verify_block_bindings",
 ]
