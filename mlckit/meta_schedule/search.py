@@ -99,6 +99,9 @@ class EvolutionarySearch(RandomSearch):
         self.eps_greedy = eps_greedy
         # Measured programs with their run time, the best first: the parents of the population.
         self.measured: list[tuple[float, Schedule]] = []
+        # Predicted scores by program, for one batch (the model changes only between batches):
+        # a program that survives several generations has its features extracted once.
+        self._predicted: dict[str, float] = {}
 
     def resume(self, records: Sequence[TuningRecord], schedules: Sequence[Schedule]) -> None:
         super().resume(records, schedules)
@@ -113,6 +116,7 @@ class EvolutionarySearch(RandomSearch):
         self.measured.sort(key=lambda pair: pair[0])
 
     def next_batch(self, count: int) -> list[Schedule]:
+        self._predicted = {}
         population = self._initial_population()
         for _ in range(self.generations):
             population = self._evolve(population)
@@ -156,8 +160,13 @@ class EvolutionarySearch(RandomSearch):
         return self._rank(population + children)[: self.population_size]
 
     def _scores(self, population: Sequence[Schedule]) -> list[float]:
-        predicted = self.cost_model.predict([sch.mod["main"] for sch in population])
-        return [float(p) if math.isfinite(float(p)) else 0.0 for p in predicted]
+        keys = [program_key(sch) for sch in population]
+        new = {key: sch for key, sch in zip(keys, population) if key not in self._predicted}
+        if new:
+            predicted = self.cost_model.predict([sch.mod["main"] for sch in new.values()])
+            for key, p in zip(new, predicted):
+                self._predicted[key] = float(p) if math.isfinite(float(p)) else 0.0
+        return [self._predicted[key] for key in keys]
 
     def _rank(self, population: Sequence[Schedule]) -> list[Schedule]:
         """Best predicted first, each program once."""
