@@ -22,9 +22,12 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from mlckit.errors import MLCError
+
+if TYPE_CHECKING:
+    from mlckit.exercises import Exercise
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = REPO_ROOT / "chapters"
@@ -225,13 +228,6 @@ def _check_keys(data: dict, allowed: set[str], required: set[str], where: str) -
 # The staged Jupyter Book: generated pages, _toc.yml and _config.yml
 
 
-class ExerciseLike(Protocol):
-    name: str
-    chapter: int
-    title: str
-    task: str
-
-
 def heading_slug(title: str) -> str:
     """The anchor myst gives a heading (``"Dataflow block"`` -> ``dataflow-block``)."""
     return re.sub(r"[^\w\u4e00-\u9fff\- ]", "", title.lower().replace(" ", "-"))
@@ -343,10 +339,10 @@ def intro_page(book: Book) -> str:
     return f"{intro}\n\n{chapters}\n"
 
 
-def exercises_page(book: Book, exercises: Iterable[ExerciseLike]) -> str:
+def exercises_page(book: Book, exercises: Iterable[Exercise]) -> str:
     """Every exercise, grouped by chapter: its task and how to check an answer."""
     titles = {c.number: c.title for c in book.chapters}
-    by_chapter: dict[int, list[ExerciseLike]] = {}
+    by_chapter: dict[int, list[Exercise]] = {}
     for exercise in exercises:
         by_chapter.setdefault(exercise.chapter, []).append(exercise)
     lines = [
@@ -377,14 +373,6 @@ def exercises_page(book: Book, exercises: Iterable[ExerciseLike]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _load_exercises() -> list[ExerciseLike]:
-    try:
-        from mlckit.exercises import exercises
-    except ImportError as err:
-        raise BookError(f"book.yml asks for the exercises page, but {err}") from None
-    return exercises()
-
-
 def stage(book: Book, dest: Path) -> Path:
     """Write the book's sources into ``dest`` (emptied first): pages, _toc.yml, _config.yml."""
     import yaml
@@ -399,7 +387,9 @@ def stage(book: Book, dest: Path) -> Path:
     if book.glossary is not None:
         shutil.copyfile(book.glossary, dest / book.glossary.name)
     if book.exercises:
-        page = exercises_page(book, _load_exercises())
+        from mlckit.exercises import exercises
+
+        page = exercises_page(book, exercises())
         (dest / EXERCISES_PAGE).write_text(page, encoding="utf-8")
     for name, content in (("_toc.yml", toc(book)), ("_config.yml", config(book))):
         (dest / name).write_text(yaml.safe_dump(content, sort_keys=False), encoding="utf-8")

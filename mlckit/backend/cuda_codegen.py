@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from mlckit.errors import BuildError
 from mlckit.tir import expr as E
 from mlckit.tir import stmt as S
+from mlckit.tir.analysis import expr_deep_equal
 from mlckit.tir.buffer import Buffer
 from mlckit.tir.stmt_functor import post_order_visit
 
@@ -279,8 +280,6 @@ def _launch_extents(func_name: str, loop: S.For) -> dict[str, E.PrimExpr]:
 def _same(a: E.PrimExpr, b: E.PrimExpr) -> bool:
     if isinstance(a, E.IntImm) and isinstance(b, E.IntImm):
         return a.value == b.value
-    from mlckit.tir.analysis import expr_deep_equal
-
     return expr_deep_equal(a, b)
 
 

@@ -15,18 +15,16 @@ candidates, learn which are fast, and keep the best.
 from .cost_model import CostModel
 from .database import JSONDatabase, TuningRecord, workload_hash
 from .features import extract_features
-from .measure import Builder, MeasureResult, Runner, measure
+from .measure import Builder, MeasureResult, Runner, TuneError, measure, the_prim_func
 from .relax_integration import extract_tasks, tune_relax
 from .search import EvolutionarySearch, RandomSearch
 from .space import ScheduleFnSpace, SearchSpace, default_space, mutate
 from .tune import (
-    TuneError,
     best_so_far,
     compile_tir,
     estimate_flops,
     plot_tuning_curves,
     tune_tir,
-    tuned_func,
 )
 
 __all__ = [
@@ -50,8 +48,8 @@ __all__ = [
     "measure",
     "mutate",
     "plot_tuning_curves",
+    "the_prim_func",
     "tune_relax",
     "tune_tir",
-    "tuned_func",
     "workload_hash",
 ]

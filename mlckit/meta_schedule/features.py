@@ -101,7 +101,7 @@ def _block(
     extents = [_extent(loop) for loop in loops]
     iterations = math.prod(extents)
     kinds = [_KINDS[int(loop.kind)] for loop in loops]
-    ops = _float_ops(block)
+    ops = float_ops(block)
     rows = footprint(func, block.name_hint) if loops else []
     totals = [math.inf if row.total is None else row.total for row in rows]
     accesses = _accesses(block)
@@ -147,7 +147,7 @@ def _traffic(extents: list[int], totals: list[float], cache: int, access_bytes: 
     return min(math.prod(extents) * totals[-1], 2.0**62)
 
 
-def _float_ops(block: S.Block) -> int:
+def float_ops(block: S.Block) -> int:
     """Float arithmetic operations (and intrinsic calls) in one iteration of the block."""
     count = 0
 

@@ -119,8 +119,13 @@ def args_info_of(func: PrimFunc | IRModule) -> list[TensorInfo]:
     return infos
 
 
+class TuneError(MLCError):
+    """Tuning cannot start or cannot use what it was given (no PrimFunc, no records, ...)."""
+
+
 def the_prim_func(func_or_mod: PrimFunc | IRModule) -> PrimFunc:
-    """The PrimFunc being tuned: ``func_or_mod`` itself, or the module's only PrimFunc."""
+    """The PrimFunc being tuned: ``func_or_mod`` itself, or the module's only PrimFunc (or
+    its ``main``)."""
     if isinstance(func_or_mod, PrimFunc):
         return func_or_mod
     if isinstance(func_or_mod, IRModule):
@@ -129,11 +134,11 @@ def the_prim_func(func_or_mod: PrimFunc | IRModule) -> PrimFunc:
             return funcs[0]
         if "main" in func_or_mod and isinstance(func_or_mod["main"], PrimFunc):
             return func_or_mod["main"]  # type: ignore[return-value]
-        raise MLCError(
-            f"meta_schedule works on one PrimFunc; the module holds {len(funcs)} and none is "
-            "named 'main'"
+        raise TuneError(
+            f"tune_tir tunes one PrimFunc; the module holds {len(funcs)} and none is named "
+            "'main' (pass one of them, or use tune_relax for a whole model)"
         )
-    raise MLCError(f"expected a PrimFunc or an IRModule, not {type(func_or_mod).__name__}")
+    raise TuneError(f"expected a PrimFunc or an IRModule, not {type(func_or_mod).__name__}")
 
 
 def random_inputs(args_info: Sequence[TensorInfo], seed: int = 0) -> list[np.ndarray]:

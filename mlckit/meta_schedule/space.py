@@ -88,6 +88,8 @@ from mlckit.tir.schedule.schedule import BlockRV, LoopRV
 from mlckit.tir.schedule.trace import SAMPLING_KINDS, Instruction, Trace
 from mlckit.tir.stmt_functor import post_order_visit
 
+from .measure import the_prim_func
+
 # How many seeds a space tries before it gives up on a function (a drawn decision can make a
 # primitive fail, e.g. too many GPU threads).
 MAX_SAMPLE_TRIES = 16
@@ -111,19 +113,6 @@ class SearchSpace(Protocol):
         ...
 
 
-def _prim_func(func_or_mod: PrimFunc | IRModule) -> PrimFunc:
-    if isinstance(func_or_mod, PrimFunc):
-        return func_or_mod
-    if isinstance(func_or_mod, IRModule) and "main" in func_or_mod:
-        main = func_or_mod["main"]
-        if isinstance(main, PrimFunc):
-            return main
-    raise MLCError(
-        f"a search space works on one PrimFunc (or an IRModule whose 'main' is one), not "
-        f"{type(func_or_mod).__name__}"
-    )
-
-
 def _sample_with_retries(
     func_or_mod: PrimFunc | IRModule,
     seed: int,
@@ -132,7 +121,7 @@ def _sample_with_retries(
 ) -> Schedule:
     """``generate`` run on a fresh schedule seeded with ``seed``; when a drawn decision makes a
     primitive fail, again with further seeds derived from ``seed`` (a bounded number of times)."""
-    func = _prim_func(func_or_mod)
+    func = the_prim_func(func_or_mod)
     seeds = random.Random(seed)
     current = seed
     error: ScheduleError | None = None
@@ -480,7 +469,7 @@ def mutate(
         trace = sch_or_trace
     else:
         trace = Trace.from_json(sch_or_trace)
-    func = _prim_func(func)
+    func = the_prim_func(func)
     steps = [n for n, inst in enumerate(trace.instructions) if inst.kind in SAMPLING_KINDS]
     rng.shuffle(steps)
     for index in steps:

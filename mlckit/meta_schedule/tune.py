@@ -18,40 +18,18 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from mlckit.errors import MLCError
 from mlckit.ir import IRModule
 from mlckit.target import Target
 from mlckit.tir import PrimFunc, Schedule
 from mlckit.tir import expr as E
 from mlckit.tir import stmt as S
 from mlckit.tir.schedule import Trace
-from mlckit.tir.stmt_functor import post_order_visit
 
 from .database import JSONDatabase, TuningRecord
-from .measure import Builder, Runner, measure
+from .features import float_ops
+from .measure import Builder, Runner, TuneError, measure, the_prim_func
 from .search import EvolutionarySearch, RandomSearch
 from .space import ScheduleFnSpace, SearchSpace, default_space
-
-
-class TuneError(MLCError):
-    """Tuning cannot start or cannot use what was asked (no PrimFunc, no records...)."""
-
-
-def tuned_func(mod: IRModule | PrimFunc) -> PrimFunc:
-    """The one PrimFunc ``mod`` stands for (a PrimFunc, or a module holding one)."""
-    if isinstance(mod, PrimFunc):
-        return mod
-    if isinstance(mod, IRModule):
-        funcs = [f for f in mod.functions.values() if isinstance(f, PrimFunc)]
-        if len(funcs) == 1:
-            return funcs[0]
-        if "main" in mod and isinstance(mod["main"], PrimFunc):
-            return mod["main"]
-        raise TuneError(
-            f"tune_tir tunes one PrimFunc; the module holds {len(funcs)} "
-            "(pass one of them, or use tune_relax for a whole model)"
-        )
-    raise TuneError(f"tune_tir takes a PrimFunc or an IRModule, not {type(mod).__name__}")
 
 
 def estimate_flops(func: PrimFunc) -> float:
@@ -59,19 +37,6 @@ def estimate_flops(func: PrimFunc) -> float:
     of times the block runs (the product of its loops' extents)."""
     total = 0.0
     stack: list[int] = [1]
-
-    def count_ops(stmt: S.Stmt) -> int:
-        ops = 0
-
-        def visit(node: object) -> None:
-            nonlocal ops
-            if isinstance(node, (E.Add, E.Sub, E.Mul, E.Div, E.Max, E.Min)) and (
-                node.dtype.startswith("float")
-            ):
-                ops += 1
-
-        post_order_visit(stmt, visit)
-        return ops
 
     def walk(stmt: S.Stmt) -> None:
         nonlocal total
@@ -86,7 +51,7 @@ def estimate_flops(func: PrimFunc) -> float:
         elif isinstance(stmt, S.BlockRealize):
             block = stmt.block
             if block.iter_vars:
-                total += stack[-1] * count_ops(block.body)
+                total += stack[-1] * float_ops(block)
             walk(block.body)
         elif isinstance(stmt, (S.LetStmt, S.Allocate)):
             walk(stmt.body)
@@ -131,7 +96,7 @@ def tune_tir(
     records of the programs measured by this run, in the order they were measured; every one
     is also committed to ``database``.
     """
-    func = tuned_func(mod)
+    func = the_prim_func(mod)
     target = Target(target)
     if max_trials < 1 or num_trials_per_iter < 1:
         raise TuneError("max_trials and num_trials_per_iter must be at least 1")
@@ -199,7 +164,7 @@ def _replay(record: TuningRecord, func: PrimFunc) -> Schedule:
 
 def compile_tir(database: JSONDatabase, mod: IRModule | PrimFunc, target: str | Target) -> Schedule:
     """The fastest schedule the database holds for ``mod``'s PrimFunc on ``target``."""
-    func = tuned_func(mod)
+    func = the_prim_func(mod)
     sch = database.query_schedule(func, Target(target))
     if sch is None:
         raise TuneError(
