@@ -8,7 +8,7 @@ exercise asks for (32, 4)").
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -250,15 +250,3 @@ def _tuple(items: tuple[str, ...]) -> str:
 
 def _names(loops: Sequence[Loop]) -> str:
     return "(" + ", ".join(loop.name for loop in loops) + ")"
-
-
-def check_callable(
-    answer: Any, reference: Callable[..., Any], inputs: Sequence[np.ndarray], what: str
-) -> None:
-    """``answer`` is a Python function that computes what ``reference`` does on ``inputs``."""
-    if not callable(answer):
-        raise Mismatch(
-            f"expected a function ({what}), got {type(answer).__name__}",
-            "pass the function itself, without calling it",
-        )
-    assert_close(answer(*inputs), reference(*inputs), what)
