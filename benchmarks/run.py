@@ -8,7 +8,9 @@ Every ``benchmarks/bench_*.py`` module exposes ``run() -> list[dict]``; each row
     goal   the target, as text ("< 2 s")
     ok     whether the goal was met (True / False / None when there is no goal)
 
-Usage: ``python benchmarks/run.py [NAME ...]`` where NAME selects ``bench_NAME.py`` files.
+Usage: ``python benchmarks/run.py [NAME ...] [--json PATH]`` where NAME selects
+``bench_NAME.py`` files; ``--json`` also writes the rows to PATH (as recorded figures, such as
+the GPU measurements chapter 6 shows, are kept).
 Exit status: 0 when every benchmark ran, 1 when one raised; a missed goal shows as ``MISS``
 in the table and, with ``--strict``, also makes the status 1.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import sys
 import traceback
 from pathlib import Path
@@ -88,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="run only bench_NAME.py for these NAMEs")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a goal is missed")
+    parser.add_argument("--json", type=Path, help="also write the rows to this file")
     args = parser.parse_args(argv)
 
     files = discover(args.names)
@@ -111,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
 
     print()
     print_table(rows)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
     missed = sum(1 for r in rows if r.get("ok") is False)
     if errors:
         return 1
