@@ -23,7 +23,9 @@ from typing import Any
 
 from mlckit.errors import BuildError
 from mlckit.target import Target
+from mlckit.tir import stmt as S
 from mlckit.tir.function import PrimFunc
+from mlckit.tir.stmt_functor import post_order_visit
 from mlckit.tir.transform import lower_prim_func
 
 from .codegen import HELPER_DEPENDENCIES, HELPER_SOURCE, GeneratedFunction, generate_function
@@ -119,13 +121,28 @@ def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, Gener
         options = ["cache=True"]
         if generated.uses_prange:
             options.append("parallel=True")
-        if func.attrs.get("fastmath"):
+        if wants_fastmath(func):
             # Reordering float additions is what vectorizes a reduction; NaN and infinity keep
             # their IEEE meaning (no "nnan"/"ninf").
             options.append('fastmath={"reassoc", "contract", "nsz", "arcp"}')
         lines.append(f'@njit("{_numba_signature(func)}", {", ".join(options)})')
     lines.append(generated.source)
     return "\n".join(lines), generated
+
+
+def wants_fastmath(func: PrimFunc) -> bool:
+    """Whether a block of ``func`` is annotated ``"fastmath"`` (``sch.annotate(block,
+    "fastmath", True)``): it allows its float additions to be reordered. numba's option covers a
+    whole function, so the kernel is compiled with it."""
+    found = False
+
+    def visit(node: object) -> None:
+        nonlocal found
+        if isinstance(node, S.Block) and node.annotations.get("fastmath"):
+            found = True
+
+    post_order_visit(func.body, visit)
+    return found
 
 
 def compile_kernel(func: PrimFunc, name: str, target: Target) -> Kernel:

@@ -31,7 +31,11 @@ program of the space is rebuilt by replaying its trace on ``tir.Schedule(func)``
     outside the contiguous loop, which is vectorized. A local accumulator tile
     (``cache_write`` to "local" + ``reverse_compute_at``) goes at spatial level 0 or 1, or is
     left out; an elementwise epilogue (bias, activation) is folded into its write-back. The
-    fused level-0 loops run in ``parallel``. A producer the block reads (padding, a transpose)
+    fused level-0 loops run in ``parallel``. A dense block (``C[i, j] += A[i, k] * B[j, k]``,
+    both inputs contiguous along k) may instead draw *dot products*: a tile of up to 8x8 dot
+    products, unrolled inside k so that k runs innermost with one accumulator each, annotated
+    "fastmath" so that LLVM vectorizes the sums (the default schedule's dense rule, with its
+    tile drawn). A producer the block reads (padding, a transpose)
     goes where ``sample_compute_location`` draws (inline, a loop of the tiles, or its own nest).
     Other elementwise nests: the last loop split by a sampled perfect tiling and vectorized, the
     rest fused and parallel. Other intermediate elementwise blocks are inlined.
@@ -73,6 +77,7 @@ from mlckit.tir.schedule.default_gpu_schedule import _spatial_chain
 from mlckit.tir.schedule.default_schedule import (
     PARALLEL_MIN_WORK,
     _block_names,
+    _contraction,
     _inline_epilogue,
     _is_spatial,
     _nest,
@@ -98,6 +103,8 @@ MAX_VECTOR = 64
 VECTOR_WIDTHS = (1, 2, 4, 8, 16, 32, 64)
 MAX_INNER_SPATIAL = 16
 MAX_INNER_REDUCTION = 16
+# The rows and columns of a block of dot products (each an accumulator in registers).
+MAX_DOT_TILE = 8
 # Where the local accumulator tile goes: at spatial level 0, level 1, or no accumulator.
 ACCUMULATOR_LEVELS = (0, 1, -1)
 MAX_THREADS_PER_BLOCK = 1024
@@ -232,13 +239,34 @@ def _place(sch: Schedule, producers: Sequence[BlockRV]) -> None:
 
 
 def _cpu_reduction(sch: Schedule, block: BlockRV) -> bool:
-    """Multi-level tiling of a reduction block for the CPU (see the module docstring)."""
+    """Multi-level tiling of a reduction block for the CPU, or blocks of dot products where
+    both inputs are contiguous along the reduction (see the module docstring)."""
     nest = _reduction_nest(sch, block)
     if nest is None:
         return False
     producers = _producers_to_place(sch, block)
     spatial_loops, reduction_loops = nest
     work = math.prod(sch.loop(loop).extent.value for loop in (*spatial_loops, *reduction_loops))
+    pattern = _contraction(sch.get(block))
+    dense = pattern is not None and not pattern.b_contiguous_in_j and len(reduction_loops) == 1
+    if dense and _branch(sch, ("dot products", "vector along j")) == "dot products":
+        first_reduction = _dot_products(sch, block, spatial_loops, reduction_loops[0], work)
+    else:
+        first_reduction = _vector_tiles(sch, block, spatial_loops, reduction_loops, work)
+    _place(sch, producers)
+    sch.decompose_reduction(block, first_reduction)
+    return True
+
+
+def _vector_tiles(
+    sch: Schedule,
+    block: BlockRV,
+    spatial_loops: list[LoopRV],
+    reduction_loops: list[LoopRV],
+    work: int,
+) -> LoopRV:
+    """Spatial loops in 3 levels, reductions in 2, the contiguous loop vectorized innermost;
+    the outermost reduction loop."""
     *outer, last = spatial_loops
     # The vector width is a choice of its own: drawn as part of a perfect tiling, most draws
     # give the contiguous loop a width of 1 or 2, and numba's speed depends on it most.
@@ -260,9 +288,31 @@ def _cpu_reduction(sch: Schedule, block: BlockRV) -> bool:
     if work >= PARALLEL_MIN_WORK:
         sch.parallel(_fuse(sch, spatial[0]))
     sch.vectorize(vector)
-    _place(sch, producers)
-    sch.decompose_reduction(block, reduction[0][0])
-    return True
+    return reduction[0][0]
+
+
+def _dot_products(
+    sch: Schedule, block: BlockRV, spatial_loops: list[LoopRV], reduction: LoopRV, work: int
+) -> LoopRV:
+    """A tile of dot products (``C[i, j] += A[i, k] * B[j, k]``) per step of the outer loops:
+    its rows and columns drawn up to ``MAX_DOT_TILE``, unrolled inside the reduction loop so
+    that each dot product has its accumulator, the reduction innermost after unrolling (LLVM
+    vectorizes it when the block is annotated "fastmath"), the column tiles outside the row
+    tiles, the epilogue folded into the tile's write-back, the outer tiles parallel."""
+    outer, inner = _tile(sch, spatial_loops, 2, [MAX_DOT_TILE] * len(spatial_loops))
+    # Column tiles outside the rows: the weight rows of a column tile stay in cache while the
+    # rows of A pass by.
+    outer[-2:] = outer[-2:][::-1]
+    sch.reorder(*outer, reduction, *inner)
+    writeback = sch.cache_write(block, 0, "local")
+    sch.reverse_compute_at(writeback, outer[-1])
+    _inline_epilogue(sch, writeback)
+    for loop in inner:
+        sch.unroll(loop)
+    if work >= PARALLEL_MIN_WORK:
+        sch.parallel(_fuse(sch, outer))
+    sch.annotate(block, "fastmath", True)
+    return reduction
 
 
 def _cpu_elementwise(sch: Schedule, block: BlockRV) -> bool:

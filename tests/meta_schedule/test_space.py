@@ -12,6 +12,7 @@ import pytest
 
 import mlckit
 from mlckit import relax, te, tir, topi
+from mlckit.backend.kernel import wants_fastmath
 from mlckit.errors import MLCError, ScheduleError
 from mlckit.ir import IRModule
 from mlckit.meta_schedule.space import ScheduleFnSpace, default_space, mutate
@@ -71,9 +72,20 @@ def conv2d_numpy(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return out
 
 
+def dense() -> tir.PrimFunc:
+    """``C[i, j] += A[i, k] * B[j, k]``: both inputs contiguous along the reduction."""
+    a = te.placeholder((32, 64), "float32", name="A")
+    b = te.placeholder((48, 64), "float32", name="B")
+    k = te.reduce_axis((0, 64), name="k")
+    c = te.compute((32, 48), lambda i, j: te.sum(a[i, k] * b[j, k], axis=k), name="C")
+    return te.create_prim_func([a, b, c])
+
+
 def reference(name: str, inputs: list[np.ndarray]) -> np.ndarray:
     if name == "matmul":
         return inputs[0] @ inputs[1]
+    if name == "dense":
+        return inputs[0] @ inputs[1].T
     if name == "dense_bias_relu":
         return np.maximum(inputs[0] @ inputs[1] + inputs[2], 0)
     if name == "conv2d":
@@ -164,6 +176,29 @@ def test_default_space_tiles_a_matmul_for_the_cpu():
         assert step in kinds
     text = sch.mod.script()
     assert "T.parallel" in text and "T.vectorized" in text
+
+
+def test_default_space_draws_dot_products_for_a_dense_block():
+    func = dense()
+    space = default_space("llvm")
+    fastmath = set()
+    for seed in range(8):
+        sch = space.sample(func, seed)
+        check("dense", func, sch)
+        fastmath.add(wants_fastmath(sch.mod["main"]))
+        # The "fastmath" annotation is a traced step: a stored trace replays it.
+        again = tir.Schedule(func)
+        Trace.from_json(sch.trace.as_json()).apply_to_schedule(again)
+        assert again.mod.script() == sch.mod.script()
+    # Both structures are drawn: dot products (fastmath, k innermost) and vectors along j.
+    assert fastmath == {True, False}
+    dot = next(
+        s
+        for s in map(lambda seed: space.sample(func, seed), range(8))
+        if wants_fastmath(s.mod["main"])
+    )
+    text = dot.mod.script()
+    assert 'T.block_attr({"fastmath": True})' in text and "T.unroll" in text
 
 
 def test_default_space_places_a_producer_with_sample_compute_location():

@@ -14,7 +14,8 @@ recognizes it, applies a fixed recipe of schedule primitives:
   or the work is too small for threads) accumulated in a local tile while k runs innermost;
   the column tiles outermost (B's rows of a tile stay in cache while all rows of A pass); the
   elementwise epilogue (bias, activation) folded into the tile's write-back. Vectorizing a
-  float sum reorders its additions, so this rule turns on the function attribute "fastmath".
+  float sum reorders its additions, so this rule annotates the block "fastmath" (recorded in
+  the trace like any annotation), which compiles its kernel with numba's fastmath.
 * **elementwise**: the last (contiguous) loop split by a vector width and ``vectorize``d, the
   loops outside it fused and run in ``parallel``.
 * **row reduction** (the reduction loops innermost): ``parallel`` on the fused spatial loops.
@@ -258,9 +259,9 @@ def schedule_dense(sch: Schedule, block: BlockRV) -> bool:
             if rv not in tiles:
                 sch.unroll(rv)
     _parallel(sch, _static_below_first(sch, tiles), nest.known_work())
-    sch.decompose_reduction(block, nest.loop_rvs[k])
     # The dot products vectorize only when LLVM may reorder the float additions.
-    sch.set_func(sch.func.with_attr("fastmath", True))
+    sch.annotate(block, "fastmath", True)
+    sch.decompose_reduction(block, nest.loop_rvs[k])
     return True
 
 

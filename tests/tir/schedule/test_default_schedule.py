@@ -9,6 +9,7 @@ import pytest
 
 import mlckit
 from mlckit import relax, te
+from mlckit.backend.kernel import wants_fastmath
 from mlckit.datasets import mlp_params
 from mlckit.demo import mlp_script
 from mlckit.ir import IRModule
@@ -79,7 +80,7 @@ def test_matmul_rule() -> None:
 
 def test_dense_rule_uses_fastmath_dot_products() -> None:
     func = default_schedule(matmul(8, 32, 64, transposed_b=True))
-    assert func.attrs.get("fastmath") is True
+    assert wants_fastmath(func)
     assert S.ForKind.PARALLEL in loop_kinds(func) and S.ForKind.UNROLLED in loop_kinds(func)
     a, b, c = call(func, (8, 64), (32, 64), (8, 32))
     np.testing.assert_allclose(c, a @ b.T, rtol=1e-4, atol=1e-4)
@@ -91,7 +92,7 @@ def test_dense_rule_uses_fastmath_dot_products() -> None:
 @pytest.mark.parametrize(("n", "m", "k"), [(3, 12, 512), (5, 10, 400), (6, 7, 400), (1, 2, 7)])
 def test_dense_rule_keeps_the_numerics_of_awkward_shapes(n: int, m: int, k: int) -> None:
     func = default_schedule(matmul(n, m, k, transposed_b=True))
-    assert func.attrs.get("fastmath") is True
+    assert wants_fastmath(func)
     a, b, c = call(func, (n, k), (m, k), (n, m), target="llvm")
     np.testing.assert_allclose(c, a @ b.T, rtol=1e-4, atol=1e-4)
 
@@ -131,7 +132,7 @@ def test_serial_dense_sums_in_place(shape: Any) -> None:
     # accumulator array per tile, so the dot products are summed in place, one at a time.
     n, m, k = (te.var(s, "int64") if isinstance(s, str) else s for s in shape)
     func = default_schedule(matmul(n, m, k, transposed_b=True))
-    assert func.attrs.get("fastmath") is True
+    assert wants_fastmath(func)
     assert S.ForKind.PARALLEL not in loop_kinds(func)
     assert "C_local" not in source(func)
     a, b, c = call(func, (4, 64), (16, 64), (4, 16), target="llvm")
