@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
+import threading
 import warnings
 from types import ModuleType
 from typing import Any
+
+import numpy as np
 
 _CUDA: ModuleType | None = None
 
@@ -41,8 +45,51 @@ def numba_cuda() -> ModuleType:
         config.ENABLE_CUDASIM = choice == "1"
         from numba import cuda
 
+        if config.ENABLE_CUDASIM:
+            _lock_simulated_shared_arrays()
         _CUDA = cuda
     return _CUDA
+
+
+def _allocate(shape: Any, dtype: Any) -> np.ndarray:
+    return np.empty(shape, dtype)
+
+
+def _lock_simulated_shared_arrays() -> None:
+    """Make the simulator's ``cuda.shared.array`` hand every thread of a block the same array.
+
+    numba's simulator finds a block's shared array for a source line in a dict, and creates it
+    when it is missing, with no lock: two of the block's threads (Python threads) can both find
+    it missing and each create one, and a thread then writes into an array the others never
+    read. That showed as rare wrong results of shared-memory kernels. This does the same
+    lookup under a lock.
+    """
+    from numba.core import types
+    from numba.cuda.simulator import kernelapi
+    from numba.np import numpy_support
+
+    shared = kernelapi.FakeCUDAShared
+    original = shared.array
+    if getattr(original, "locked", False):
+        return
+    lock = threading.Lock()
+
+    def array(self: Any, shape: Any, dtype: Any) -> np.ndarray:
+        if shape == 0:  # dynamic shared memory: one buffer, no lookup
+            return original(self, shape, dtype)
+        if isinstance(dtype, types.Type):
+            dtype = numpy_support.as_dtype(dtype)
+        # Arrays are told apart by the line that asks for them, as numba's are.
+        caller = sys._getframe(1)
+        key = (caller.f_code.co_filename, caller.f_lineno)
+        with lock:
+            found = self._allocations.get(key)
+            if found is None:
+                found = self._allocations[key] = _allocate(shape, dtype)
+        return found
+
+    array.locked = True  # type: ignore[attr-defined]
+    shared.array = array
 
 
 def simulated() -> bool:
