@@ -75,13 +75,14 @@ from mlckit.tir import expr as E
 from mlckit.tir import stmt as S
 from mlckit.tir.schedule.default_gpu_schedule import _spatial_chain
 from mlckit.tir.schedule.default_schedule import (
-    PARALLEL_MIN_WORK,
     _block_names,
     _contraction,
     _inline_epilogue,
     _is_spatial,
     _nest,
+    _parallel,
     _reduce_vars,
+    dot_product_tile,
     inline_elementwise,
 )
 from mlckit.tir.schedule.primitives.sampling import (
@@ -285,8 +286,7 @@ def _vector_tiles(
         writeback = sch.cache_write(block, 0, "local")
         sch.reverse_compute_at(writeback, spatial[level][-1])
         _inline_epilogue(sch, writeback)
-    if work >= PARALLEL_MIN_WORK:
-        sch.parallel(_fuse(sch, spatial[0]))
+    _parallel(sch, spatial[0], work)
     sch.vectorize(vector)
     return reduction[0][0]
 
@@ -303,14 +303,8 @@ def _dot_products(
     # Column tiles outside the rows: the weight rows of a column tile stay in cache while the
     # rows of A pass by.
     outer[-2:] = outer[-2:][::-1]
-    sch.reorder(*outer, reduction, *inner)
-    writeback = sch.cache_write(block, 0, "local")
-    sch.reverse_compute_at(writeback, outer[-1])
-    _inline_epilogue(sch, writeback)
-    for loop in inner:
-        sch.unroll(loop)
-    if work >= PARALLEL_MIN_WORK:
-        sch.parallel(_fuse(sch, outer))
+    dot_product_tile(sch, block, outer, reduction, inner)
+    _parallel(sch, outer, work)
     sch.annotate(block, "fastmath", True)
     return reduction
 
@@ -327,8 +321,7 @@ def _cpu_elementwise(sch: Schedule, block: BlockRV) -> bool:
     last_outer, lanes = sch.split(
         last, sch.sample_perfect_tile(last, n=2, max_innermost_factor=MAX_VECTOR)
     )
-    if nest.known_work() >= PARALLEL_MIN_WORK:
-        sch.parallel(_fuse(sch, [*outer, last_outer]))
+    _parallel(sch, [*outer, last_outer], nest.known_work())
     sch.vectorize(lanes)
     return True
 

@@ -52,6 +52,7 @@ def numba_cuda() -> ModuleType:
 
 
 def _allocate(shape: Any, dtype: Any) -> np.ndarray:
+    # A function of its own so that a test can slow it down and force the race below.
     return np.empty(shape, dtype)
 
 
@@ -68,10 +69,7 @@ def _lock_simulated_shared_arrays() -> None:
     from numba.cuda.simulator import kernelapi
     from numba.np import numpy_support
 
-    shared = kernelapi.FakeCUDAShared
-    original = shared.array
-    if getattr(original, "locked", False):
-        return
+    original = kernelapi.FakeCUDAShared.array
     lock = threading.Lock()
 
     def array(self: Any, shape: Any, dtype: Any) -> np.ndarray:
@@ -88,8 +86,7 @@ def _lock_simulated_shared_arrays() -> None:
                 found = self._allocations[key] = _allocate(shape, dtype)
         return found
 
-    array.locked = True  # type: ignore[attr-defined]
-    shared.array = array
+    kernelapi.FakeCUDAShared.array = array
 
 
 def simulated() -> bool:

@@ -251,18 +251,33 @@ def schedule_dense(sch: Schedule, block: BlockRV) -> bool:
         # stay in L1 while every row of A passes by, instead of all of B streaming through the
         # cache again for each row of A (2x faster at 64 rows of a 128x784 layer).
         tiles = [*nest.loop_rvs[:i], j0 or j1, i0 or i1]
-        sch.reorder(*tiles, nest.loop_rvs[k], *(rv for rv in (i1, j1) if rv not in tiles))
-        accumulator = sch.cache_write(block, 0, "local")
-        sch.reverse_compute_at(accumulator, tiles[-1])
-        _inline_epilogue(sch, accumulator)
-        for rv in (i1, j1):
-            if rv not in tiles:
-                sch.unroll(rv)
+        dot_product_tile(
+            sch, block, tiles, nest.loop_rvs[k], [rv for rv in (i1, j1) if rv not in tiles]
+        )
     _parallel(sch, _static_below_first(sch, tiles), nest.known_work())
     # The dot products vectorize only when LLVM may reorder the float additions.
     sch.annotate(block, "fastmath", True)
     sch.decompose_reduction(block, nest.loop_rvs[k])
     return True
+
+
+def dot_product_tile(
+    sch: Schedule,
+    block: BlockRV,
+    tiles: Sequence[LoopRV],
+    reduction: LoopRV,
+    inner: Sequence[LoopRV],
+) -> None:
+    """Order the loops (tiles, reduction, inner) and give each step of the ``tiles`` a local
+    tile of ``inner`` dot products: the inner loops are unrolled, so each product has its own
+    accumulator and the reduction runs innermost; the tile's write-back also computes the
+    elementwise epilogue. (The dense rule, and the default search space with drawn tiles.)"""
+    sch.reorder(*tiles, reduction, *inner)
+    accumulator = sch.cache_write(block, 0, "local")
+    sch.reverse_compute_at(accumulator, tiles[-1])
+    _inline_epilogue(sch, accumulator)
+    for rv in inner:
+        sch.unroll(rv)
 
 
 def _inline_epilogue(sch: Schedule, writeback: BlockRV) -> None:
@@ -397,6 +412,7 @@ class DefaultSchedule:
 __all__ = [
     "DefaultSchedule",
     "default_schedule",
+    "dot_product_tile",
     "inline_elementwise",
     "schedule_dense",
     "schedule_elementwise",
