@@ -8,8 +8,11 @@
   fraction ``eps_greedy`` of fresh random samples so the model is not only asked about what it
   already likes (TVM's MetaSchedule and Ansor work this way).
 
-Both return only programs not measured before: two schedules that lower to the same program
-(same structural hash) count once.
+Both first measure the programs the space *hints* at, if it has a ``hints(func)`` method
+(the default space hints at the default schedule's program: a search then never ends slower
+than the untuned build, and its curve starts where the untuned build stands). Both return only
+programs not measured before: two schedules that lower to the same program (same structural
+hash) count once.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import dataclass, field
 
 from mlckit.ir import IRModule, structural_hash
 from mlckit.tir import PrimFunc, Schedule
+from mlckit.tir.schedule.trace import SAMPLING_KINDS
 
 from .cost_model import CostModel
 from .database import TuningRecord
@@ -48,14 +52,22 @@ class _Seen:
         return True
 
 
+def _has_decisions(sch: Schedule) -> bool:
+    return any(inst.kind in SAMPLING_KINDS for inst in sch.trace.instructions)
+
+
 class RandomSearch:
-    """Measure random samples of the space."""
+    """Measure random samples of the space (after the programs the space hints at)."""
 
     def __init__(self, space: SearchSpace, func: PrimFunc, seed: int = 0):
         self.space = space
         self.func = func
         self.rng = random.Random(seed)
         self.seen = _Seen()
+        # A space may name programs worth measuring first (the default space: the program of
+        # the default schedule, so that tuning starts from what an untuned build runs).
+        hints = getattr(space, "hints", None)
+        self.hints: list[Schedule] = list(hints(func)) if hints is not None else []
 
     def resume(self, records: Sequence[TuningRecord], schedules: Sequence[Schedule]) -> None:
         """Programs measured by an earlier run are not measured again."""
@@ -63,6 +75,15 @@ class RandomSearch:
             self.seen.fresh(sch)
 
     def next_batch(self, count: int) -> list[Schedule]:
+        batch: list[Schedule] = []
+        while self.hints and len(batch) < count:
+            hint = self.hints.pop(0)
+            if self.seen.fresh(hint):
+                batch.append(hint)
+        return batch + self._propose(count - len(batch))
+
+    def _propose(self, count: int) -> list[Schedule]:
+        """``count`` programs not measured before: random samples."""
         batch: list[Schedule] = []
         failures = 0
         while len(batch) < count and failures < _MAX_FAILED_DRAWS:
@@ -115,7 +136,7 @@ class EvolutionarySearch(RandomSearch):
                 self.measured.append((sum(result.run_secs) / len(result.run_secs), sch))
         self.measured.sort(key=lambda pair: pair[0])
 
-    def next_batch(self, count: int) -> list[Schedule]:
+    def _propose(self, count: int) -> list[Schedule]:
         self._predicted = {}
         population = self._initial_population()
         for _ in range(self.generations):
@@ -127,7 +148,7 @@ class EvolutionarySearch(RandomSearch):
                 break
             if self.seen.fresh(sch):
                 batch.append(sch)
-        return batch + super().next_batch(count - len(batch))
+        return batch + super()._propose(count - len(batch))
 
     def _initial_population(self) -> list[Schedule]:
         """The best measured programs (up to half the population), then random samples."""
@@ -143,15 +164,17 @@ class EvolutionarySearch(RandomSearch):
     def _evolve(self, population: list[Schedule]) -> list[Schedule]:
         """One generation: children mutated from parents picked in proportion to their
         predicted score; the best ``population_size`` of parents and children survive."""
-        if not population:
+        # A program without decisions (a hint) has no neighbours; it still competes to survive.
+        parents = [sch for sch in population if _has_decisions(sch)]
+        if not parents:
             return population
-        scores = self._scores(population)
+        scores = self._scores(parents)
         low = min(scores)
         weights = [s - low + 1e-9 for s in scores]
         children: list[Schedule] = []
         failures = 0
         while len(children) < self.population_size and failures < _MAX_FAILED_DRAWS:
-            parent = self.rng.choices(population, weights=weights)[0]
+            parent = self.rng.choices(parents, weights=weights)[0]
             child = mutate(parent, self.func, self.rng)
             if child is None:
                 failures += 1

@@ -44,6 +44,10 @@ program of the space is rebuilt by replaying its trace on ``tir.Schedule(func)``
     draw of more than 1024 threads is drawn again), the per-thread tile accumulated locally or
     not; every other nest fused and split by a thread count drawn by ``sample_categorical``.
 
+  The default space also *hints* at the default schedule's program (``space.hints(func)``,
+  a schedule without decisions): the searches measure it first, so tuning starts from what
+  an untuned build runs. ``default_space(target, hint_default_schedule=False)`` leaves it out.
+
   Where the accumulator goes (CPU, GPU) is a choice of structure, not a trace decision: like
   TVM's separate design spaces, a sample draws it, a mutation keeps it. There is no unroll
   choice: the code generator leaves unrolling to numba/LLVM (``sch.unroll`` only marks the
@@ -73,7 +77,7 @@ from mlckit.target import Target
 from mlckit.tir import PrimFunc, Schedule
 from mlckit.tir import expr as E
 from mlckit.tir import stmt as S
-from mlckit.tir.schedule.default_gpu_schedule import _spatial_chain
+from mlckit.tir.schedule.default_gpu_schedule import _spatial_chain, schedule_for_gpu
 from mlckit.tir.schedule.default_schedule import (
     _block_names,
     _contraction,
@@ -84,6 +88,7 @@ from mlckit.tir.schedule.default_schedule import (
     _reduce_vars,
     dot_product_tile,
     inline_elementwise,
+    schedule_for_cpu,
 )
 from mlckit.tir.schedule.primitives.sampling import (
     _compute_locations,
@@ -193,8 +198,7 @@ def _reduction_nest(sch: Schedule, block: BlockRV) -> tuple[list[LoopRV], list[L
         return None
     if any(nest.extent(n) is None for n in range(len(nest.loops))):
         return None  # a symbolic extent cannot be tiled perfectly
-    loops = sch.get_loops(block)
-    return [loops[n] for n in spatial], [loops[n] for n in reduce]
+    return [nest.loop_rvs[n] for n in spatial], [nest.loop_rvs[n] for n in reduce]
 
 
 def _tile(
@@ -317,7 +321,7 @@ def _cpu_elementwise(sch: Schedule, block: BlockRV) -> bool:
         return False
     if _feeds_reduction(sch, block):
         return False  # placed by sample_compute_location when its consumer is tiled
-    *outer, last = sch.get_loops(block)
+    *outer, last = nest.loop_rvs
     last_outer, lanes = sch.split(
         last, sch.sample_perfect_tile(last, n=2, max_innermost_factor=MAX_VECTOR)
     )
@@ -418,8 +422,18 @@ def _loops(stmt: Any) -> list[S.For]:
 class DefaultSpace:
     """The space :func:`default_space` returns for a target (see the module docstring)."""
 
-    def __init__(self, target: Target):
+    def __init__(self, target: Target, hint_default_schedule: bool = True):
         self.target = target
+        self.hint_default_schedule = hint_default_schedule
+
+    def hints(self, func: PrimFunc | IRModule) -> list[Schedule]:
+        """The default schedule's program (what an untuned build runs), to measure first."""
+        if not self.hint_default_schedule:
+            return []
+        func = the_prim_func(func)
+        if self.target.kind == "cuda":
+            return [schedule_for_gpu(func)]
+        return [schedule_for_cpu(func)]
 
     def sample(self, func: PrimFunc | IRModule, seed: int) -> Schedule:
         generate = self._gpu if self.target.kind == "cuda" else self._cpu
@@ -444,19 +458,22 @@ class DefaultSpace:
         _check_threads(sch)
 
     def __repr__(self) -> str:
-        return f"default_space({self.target.kind!r})"
+        hint = "" if self.hint_default_schedule else ", hint_default_schedule=False"
+        return f"default_space({self.target.kind!r}{hint})"
 
 
-def default_space(target: Target | str) -> SearchSpace:
+def default_space(target: Target | str, hint_default_schedule: bool = True) -> SearchSpace:
     """The default search space for ``target`` ("llvm" or "cuda"): multi-level tiling with
-    sampled tile sizes, parallel/vectorize (llvm) or thread binding (cuda)."""
+    sampled tile sizes, parallel/vectorize (llvm) or thread binding (cuda). With
+    ``hint_default_schedule``, the searches measure the default schedule's program first (turn
+    it off to see what the search finds on its own)."""
     target = Target(target) if not isinstance(target, Target) else target
     if target.kind not in ("llvm", "cuda"):
         raise MLCError(
             f"default_space: no default search space for target {target.kind!r}; use 'llvm' or "
             "'cuda', or write a ScheduleFnSpace"
         )
-    return DefaultSpace(target)
+    return DefaultSpace(target, hint_default_schedule)
 
 
 # ---------------------------------------------------------------------- mutation

@@ -13,6 +13,7 @@ from mlckit import meta_schedule as ms
 from mlckit import relax, te, tir
 from mlckit.ir import IRModule, assert_structural_equal, structural_equal
 from mlckit.meta_schedule.tune import estimate_flops
+from mlckit.tir.schedule.default_schedule import schedule_for_cpu
 
 
 def matmul(n: int = 32) -> tir.PrimFunc:
@@ -107,6 +108,25 @@ def test_compile_tir_gives_the_fastest_record_and_a_second_run_resumes(measuring
     c = np.zeros((32, 32), "float32")
     lib["main"](a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-5)
+
+
+@pytest.mark.parametrize("strategy", ["random", "evolutionary"])
+def test_the_default_space_measures_the_default_schedule_first(measuring, strategy, tmp_path):
+    db = ms.JSONDatabase(tmp_path / "records.json")
+    records = tune(None, measuring, database=db, strategy=strategy, max_trials=3)
+    # The first trial is the untuned build's program, stored so that it replays.
+    stored = ms.JSONDatabase(tmp_path / "records.json").get_all_tuning_records()[0]
+    assert records[0].run_secs
+    assert_structural_equal(ms.tune._replay(stored, matmul()).mod, schedule_for_cpu(matmul()).mod)
+    # The other trials are samples of the space: they carry decisions.
+    assert all("decision" in str(r.trace) for r in records[1:])
+
+
+def test_the_default_schedule_hint_can_be_left_out(measuring):
+    space = ms.default_space("llvm", hint_default_schedule=False)
+    records = tune(space, measuring, strategy="random", max_trials=2)
+    assert all("decision" in str(r.trace) for r in records)
+    assert "hint_default_schedule=False" in repr(space)
 
 
 def test_bad_requests_are_named():

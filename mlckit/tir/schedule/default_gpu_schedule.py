@@ -129,15 +129,10 @@ def bind_block(sch: Schedule, block: BlockRV, max_threads_per_block: int) -> Non
     sch.bind(thread_x, "threadIdx.x")
 
 
-def _inline_named(sch: Schedule, block: BlockRV) -> bool:
-    # The handle comes from get_block so that the trace reads as a schedule a student writes.
-    return inline_elementwise(sch, sch.get_block(block.name))
-
-
 def _inline_elementwise(sch: Schedule) -> Schedule:
     for name in _block_names(sch):
         if name in _block_names(sch):  # not inlined by an earlier step
-            sch = _try(sch, _inline_named, BlockRV(name))
+            sch = _try(sch, inline_elementwise, name)
     return sch
 
 

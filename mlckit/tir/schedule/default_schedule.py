@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from mlckit.errors import ScheduleError
 from mlckit.ir import transform
@@ -61,11 +62,18 @@ Rule = Callable[[Schedule, BlockRV], bool]
 class _Nest:
     """A block alone under its loops, each loop bound to exactly one iter var."""
 
+    sch: Schedule
+    block_rv: BlockRV
     block: S.Block
     loops: list[S.For]
-    loop_rvs: list[LoopRV]
     # For each iter var (by id of its Var), the index of its loop in ``loops``.
     loop_of: dict[int, int]
+
+    @cached_property
+    def loop_rvs(self) -> list[LoopRV]:
+        """Handles of the loops, from get_loops (recorded, so that the schedule's trace can be
+        stored as JSON), asked for only by a rule that schedules the nest."""
+        return self.sch.get_loops(self.block_rv)
 
     def extent(self, i: int) -> int | None:
         ext = self.loops[i].extent
@@ -95,8 +103,7 @@ def _nest(sch: Schedule, block: BlockRV) -> _Nest | None:
         return None
     if any(loop.kind != S.ForKind.SERIAL for loop in loops):
         return None  # somebody scheduled it already
-    rvs = [LoopRV(loop.loop_var) for loop in loops]
-    return _Nest(realize.block, loops, rvs, loop_of)
+    return _Nest(sch, block, realize.block, loops, loop_of)
 
 
 def _only_block_under(loop: S.For, realize: S.BlockRealize) -> bool:
@@ -359,11 +366,12 @@ LOOP_RULES: list[Rule] = [
 
 
 # ---------------------------------------------------------------------- driver
-def _try(sch: Schedule, rule: Rule, block: BlockRV) -> Schedule:
-    """``sch`` after ``rule`` on ``block``; unchanged when the rule does not apply or fails."""
+def _try(sch: Schedule, rule: Rule, name: str) -> Schedule:
+    """``sch`` after ``rule`` on the block ``name``; unchanged when the rule does not apply or
+    fails. (The handle comes from ``get_block``, recorded, so the trace can be stored.)"""
     attempt = sch.copy()
     try:
-        return attempt if rule(attempt, block) else sch
+        return attempt if rule(attempt, attempt.get_block(name)) else sch
     except ScheduleError:
         return sch
 
@@ -372,19 +380,25 @@ def _block_names(sch: Schedule) -> list[str]:
     return [realize.block.name_hint for realize in sch.walk_blocks(sch.func.body)]
 
 
-def schedule_prim_func(func: PrimFunc) -> PrimFunc:
-    """``func`` with the default rules applied to each of its blocks."""
+def schedule_for_cpu(func: PrimFunc) -> Schedule:
+    """The default CPU schedule of ``func`` as a Schedule (``sch.trace.show()`` prints its
+    steps; its trace can be stored and replayed like a tuned one)."""
     sch = Schedule(func)
     for rules in (INLINE_RULES, LOOP_RULES):
         for name in _block_names(sch):
             if name not in _block_names(sch):
                 continue  # inlined by an earlier step
             for rule in rules:
-                after = _try(sch, rule, BlockRV(name))
+                after = _try(sch, rule, name)
                 if after is not sch:
                     sch = after
                     break
-    return sch.func.with_attr("tir.is_scheduled", True)
+    return sch
+
+
+def schedule_prim_func(func: PrimFunc) -> PrimFunc:
+    """``func`` with the default rules applied to each of its blocks."""
+    return schedule_for_cpu(func).func.with_attr("tir.is_scheduled", True)
 
 
 def default_schedule(func_or_mod: PrimFunc | IRModule) -> PrimFunc | IRModule:
@@ -416,6 +430,7 @@ __all__ = [
     "inline_elementwise",
     "schedule_dense",
     "schedule_elementwise",
+    "schedule_for_cpu",
     "schedule_matmul",
     "schedule_prim_func",
     "schedule_row_reduction",
