@@ -69,7 +69,7 @@ def _numba_signature(func: PrimFunc) -> str:
         elem = _NUMBA_DTYPES.get(buffer.dtype, buffer.dtype)
         ndim = len(buffer.shape)
         if ndim == 0:
-            parts.append(f'Array({elem}, 0, "C")')
+            parts.append(f"Array({elem}, 0, 'C')")  # inside a double-quoted signature
         else:
             parts.append(f"{elem}[{', '.join([':'] * (ndim - 1) + ['::1'])}]")
     return f"void({', '.join(parts)})"

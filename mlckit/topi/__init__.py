@@ -47,7 +47,7 @@ from .math import (
     tanh,
 )
 from .reduction import argmax, max, mean, min, sum
-from .transform import concatenate, full, matmul, reshape, transpose
+from .transform import concatenate, full, matmul, reshape, take, transpose
 
 __all__ = [
     "abs",
@@ -88,6 +88,7 @@ __all__ = [
     "sqrt",
     "subtract",
     "sum",
+    "take",
     "tanh",
     "transpose",
     "utils",

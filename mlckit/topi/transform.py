@@ -1,5 +1,5 @@
 """Layout and creation operators: ``reshape``, ``transpose``, ``concatenate``, ``full``,
-and ``matmul`` with numpy's batch broadcasting."""
+the gather ``take``, and ``matmul`` with numpy's batch broadcasting."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from mlckit import arith, te
 from mlckit.errors import StructInfoError
-from mlckit.ir.dtype import check_dtype
+from mlckit.ir.dtype import check_dtype, is_int
 from mlckit.tir import op as tir_op
 from mlckit.tir.expr import IntImm, PrimExpr, const, convert
 
@@ -129,6 +129,48 @@ def concatenate(a_tuple: Sequence[te.Tensor], axis: int = 0) -> te.Tensor:
 
     return te.compute(
         out_shape, body, name="T_concat", tag="injective", varargs_names=axis_names(first.ndim)
+    )
+
+
+def take(
+    a: te.Tensor, indices: te.Tensor, axis: int | None = None, mode: str = "clip"
+) -> te.Tensor:
+    """The slices of ``a`` at the integer ``indices`` along ``axis`` (numpy's ``take``): output
+    ``[*pre, *j, *post]`` is ``a[*pre, indices[*j], *post]``, so the result has shape
+    ``a.shape[:axis] + indices.shape + a.shape[axis + 1:]``. With ``axis=None`` ``a`` is read
+    as flattened (row-major). Block ``T_take``.
+
+    ``mode`` handles an index outside ``[0, size)``: ``"clip"`` clamps it, ``"wrap"`` takes it
+    modulo the size, ``"fast"`` uses it as it is: the caller promises it is inside, since
+    nothing checks it (an outside index reads an unspecified element or crashes).
+    TVM's ``batch_dims`` is not supported.
+    """
+    op = "topi.take"
+    if mode not in ("fast", "clip", "wrap"):
+        raise StructInfoError(f"{op}: mode must be 'fast', 'clip' or 'wrap', got {mode!r}")
+    if not is_int(indices.dtype):
+        raise StructInfoError(f"{op}: the indices must be integers, got dtype {indices.dtype}")
+    if axis is None:
+        size, pre, post = prod(list(a.shape)), [], []
+    else:
+        axis = normalize_axis(axis, a.ndim, op)
+        size, pre, post = a.shape[axis], list(a.shape[:axis]), list(a.shape[axis + 1 :])
+    out_shape = [*pre, *indices.shape, *post]
+
+    def body(*i: PrimExpr) -> PrimExpr:
+        first, last = len(pre), len(pre) + indices.ndim  # the output axes of indices
+        # Index arithmetic happens in the dtype of the dims (int64 in relax programs).
+        index = indices[i[first:last]].astype(size.dtype)
+        if mode == "clip":
+            index = tir_op.min(tir_op.max(index, const(0, size.dtype)), arith.simplify(size - 1))
+        elif mode == "wrap":
+            index = tir_op.floormod(index, size)
+        if axis is None:
+            return a[tuple(unravel(index, a.shape))]
+        return a[(*i[:first], index, *i[last:])]
+
+    return te.compute(
+        out_shape, body, name="T_take", tag="injective", varargs_names=axis_names(len(out_shape))
     )
 
 

@@ -59,3 +59,21 @@ def test_a_wrong_dtype_or_rank_names_the_compiled_signature():
         lib["add_one"](np.zeros((4, 4), "float64"), np.zeros((4, 4), "float32"))
     with pytest.raises(VMError, match="number of dimensions"):
         lib["add_one"](np.zeros(16, "float32"), np.zeros((4, 4), "float32"))
+
+
+@T.prim_func
+def pick_row(
+    A: T.Buffer((3, 4), "float32"), index: T.Buffer((), "int64"), B: T.Buffer((4,), "float32")
+):
+    for j in range(4):
+        with T.block("B"):
+            vj = T.axis.spatial(4, j)
+            B[vj] = A[index[()], vj]
+
+
+@pytest.mark.parametrize("target", ["python", "llvm"])
+def test_a_zero_dimensional_buffer_is_an_argument(target):
+    lib = mlckit.build(pick_row, target)
+    a, out = np.arange(12, dtype="float32").reshape(3, 4), np.zeros(4, "float32")
+    lib["pick_row"](a, np.array(2, "int64"), out)
+    np.testing.assert_array_equal(out, a[2])

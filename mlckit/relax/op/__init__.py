@@ -27,7 +27,7 @@ from .binary import (
 from .create import full, ones, zeros
 from .datatype import astype
 from .linear_algebra import dense, linear, matmul
-from .manipulate import broadcast_to, concat, flatten, permute_dims, reshape
+from .manipulate import broadcast_to, concat, flatten, permute_dims, reshape, take
 from .memory import builtin
 from .nn import relu
 from .search import argmax, where
@@ -81,6 +81,7 @@ __all__ = [
     "sqrt",
     "subtract",
     "sum",
+    "take",
     "tanh",
     "where",
     "zeros",

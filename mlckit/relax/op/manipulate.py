@@ -1,5 +1,6 @@
 """Shape manipulation: ``relax.permute_dims`` (attr ``axes``), ``relax.reshape``,
-``relax.flatten``, ``relax.concat`` (attr ``axis``) and ``relax.broadcast_to``."""
+``relax.flatten``, ``relax.concat`` (attr ``axis``), ``relax.broadcast_to`` and the gather
+``relax.take`` (attrs ``axis``, ``mode``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from mlckit.arith import simplify
+from mlckit.errors import StructInfoError
+from mlckit.ir.dtype import is_int
 from mlckit.tir.expr import FloorDiv, IntImm, PrimExpr
 
 from ..expr import Call, Expr, Tuple, Var, convert_to_expr
@@ -245,11 +248,46 @@ def _infer_broadcast_to(call: Call, ctx: Any) -> StructInfo:
     return TensorStructInfo(new, x.dtype)
 
 
+# How take treats an index outside [0, size): "fast" trusts it is inside (no check, so an
+# outside index reads an unspecified element), "clip" clamps it, "wrap" takes it modulo size.
+_TAKE_MODES = ("fast", "clip", "wrap")
+
+
+def _infer_take(call: Call, ctx: Any) -> StructInfo:
+    x, indices = tensor_arg(call, 0), tensor_arg(call, 1)
+    if indices.dtype != "void" and not is_int(indices.dtype):
+        raise fail(
+            call,
+            f"the indices must have an integer dtype, but {describe_arg(call, 1)} and dtype "
+            f"{indices.dtype}",
+        )
+    axis = call.attrs["axis"]  # type: ignore[index]
+    if axis is None:
+        # As in TVM, axis=None is only for a 1-D x (its one axis).
+        if x.ndim not in (-1, 1):  # type: ignore[union-attr]
+            raise fail(
+                call,
+                f"axis=None needs a 1-D tensor, but {describe_arg(call, 0)}; give the axis, or "
+                "flatten x first with R.reshape(x, (-1,))",
+            )
+        return TensorStructInfo(indices.shape, x.dtype, indices.ndim)  # type: ignore[union-attr]
+    ndim = x.ndim  # type: ignore[union-attr]
+    if ndim < 0 or indices.ndim < 0:  # type: ignore[union-attr]
+        return TensorStructInfo(None, x.dtype, -1)
+    axis = normalize_axis(call, axis, ndim)
+    values, index_values = x.shape_values, indices.shape_values  # type: ignore[union-attr]
+    if values is None or index_values is None:
+        return TensorStructInfo(None, x.dtype, ndim - 1 + indices.ndim)  # type: ignore[union-attr]
+    # The indexed axis of x is replaced by all the axes of indices.
+    return TensorStructInfo([*values[:axis], *index_values, *values[axis + 1 :]], x.dtype)
+
+
 register("relax.permute_dims", _infer_permute_dims, ("x",), ("axes",))
 register("relax.reshape", _infer_reshape, ("x", "shape"))
 register("relax.flatten", _infer_flatten, ("x",))
 register("relax.concat", _infer_concat, ("tensors",), ("axis",))
 register("relax.broadcast_to", _infer_broadcast_to, ("x", "shape"))
+register("relax.take", _infer_take, ("x", "indices"), ("axis", "mode"))
 
 
 def permute_dims(x: Expr | Any, axes: Sequence[int] | None = None) -> Call:
@@ -289,4 +327,30 @@ def broadcast_to(x: Expr | Any, shape: Any) -> Call:
     return make_call("relax.broadcast_to", [x, shape_arg(shape)])
 
 
-__all__ = ["broadcast_to", "concat", "flatten", "permute_dims", "reshape", "shape_product"]
+def take(x: Expr | Any, indices: Expr | Any, axis: int | None = None, mode: str = "fast") -> Call:
+    """``relax.take(x, indices, axis=None, mode="fast")``: the slices of ``x`` at ``indices``
+    along ``axis``, numpy's ``take``: the result has shape
+    ``x.shape[:axis] + indices.shape + x.shape[axis + 1:]`` and ``x``'s dtype, so
+    ``take(weight, ids, axis=0)`` is an embedding lookup. ``axis=None`` needs a 1-D ``x``.
+
+    ``mode`` says what an index outside ``[0, x.shape[axis])`` does: ``"fast"`` (default)
+    promises there is none and checks nothing (such an index reads an unspecified element),
+    ``"clip"`` clamps it to the range, ``"wrap"`` takes it modulo the size (so -1 is the last).
+    """
+    if mode not in _TAKE_MODES:
+        raise StructInfoError(
+            f"relax.take: mode must be one of {', '.join(map(repr, _TAKE_MODES))}, got {mode!r}"
+        )
+    attrs = {"axis": None if axis is None else int(axis), "mode": mode}
+    return make_call("relax.take", [x, indices], attrs)
+
+
+__all__ = [
+    "broadcast_to",
+    "concat",
+    "flatten",
+    "permute_dims",
+    "reshape",
+    "shape_product",
+    "take",
+]

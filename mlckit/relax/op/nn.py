@@ -9,7 +9,7 @@ from typing import Any
 from mlckit.ir.dtype import is_float
 
 from ..expr import Call, Expr
-from ..struct_info import StructInfo, TensorStructInfo
+from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from ..utils import dims_equal, format_dim
 from ._registry import (
     common_dtype,
@@ -23,7 +23,7 @@ from ._registry import (
 )
 from .linear_algebra import dense, linear
 from .manipulate import shape_product
-from .spatial import avg_pool2d, conv2d, max_pool2d
+from .spatial import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d
 from .unary import unary
 
 relu = unary("relax.nn.relu")
@@ -120,6 +120,85 @@ def layer_norm(
     return make_call("relax.nn.layer_norm", [data, gamma, beta], attrs)
 
 
+_BATCH_NORM_PARAMS = ("gamma", "beta", "moving_mean", "moving_var")
+
+
+def _infer_batch_norm(call: Call, ctx: Any) -> StructInfo:
+    data = tensor_arg(call, 0)
+    params = [tensor_arg(call, i) for i in range(1, 5)]
+    dtype = data.dtype
+    for i, p in enumerate(params, 1):
+        dtype = common_dtype(call, data, p, 0, i)
+    ndim = data.ndim  # type: ignore[union-attr]
+    axis = call.attrs["axis"]  # type: ignore[index]
+    channels = None
+    if ndim >= 0:
+        index = normalize_axis(call, axis, ndim)
+        values = data.shape_values  # type: ignore[union-attr]
+        channels = None if values is None else values[index]
+    # Each parameter holds one value per channel: a vector of length C = data.shape[axis].
+    for i, p in enumerate(params, 1):
+        if p.ndim not in (-1, 1):  # type: ignore[union-attr]
+            raise fail(
+                call,
+                f"{_BATCH_NORM_PARAMS[i - 1]} must be 1-D (one value per channel), but "
+                f"{describe_arg(call, i)}",
+            )
+        pv = p.shape_values  # type: ignore[union-attr]
+        if channels is not None and pv is not None and dims_equal(pv[0], channels) is False:
+            raise fail(
+                call,
+                f"{describe_arg(call, i)}, but it needs one value per channel: "
+                f"{describe_arg(call, 0)}, so C = data.shape[{axis}] = {format_dim(channels)}",
+            )
+    out = TensorStructInfo(data.shape, dtype, ndim)  # type: ignore[union-attr]
+    # As in TVM: (normalized data, new moving_mean, new moving_var); the statistics keep their
+    # own struct info, since inference passes them through unchanged.
+    return TupleStructInfo([out, params[2], params[3]])
+
+
+register(
+    "relax.nn.batch_norm",
+    _infer_batch_norm,
+    ("data", *_BATCH_NORM_PARAMS),
+    ("axis", "epsilon", "center", "scale", "momentum", "training"),
+)
+
+
+def batch_norm(
+    data: Expr | Any,
+    gamma: Expr | Any,
+    beta: Expr | Any,
+    moving_mean: Expr | Any,
+    moving_var: Expr | Any,
+    axis: int = 1,
+    epsilon: float = 1e-5,
+    center: bool = True,
+    scale: bool = True,
+    momentum: float = 0.1,
+    training: bool = False,
+) -> Call:
+    """``relax.nn.batch_norm(data, gamma, beta, moving_mean, moving_var, axis=1, ...)``:
+    ``(data - moving_mean) / sqrt(moving_var + epsilon) * gamma + beta``, each parameter a
+    vector of length C = ``data.shape[axis]`` broadcast along ``axis``.
+
+    The result is a tuple ``(normalized, new_moving_mean, new_moving_var)``, as in TVM; take
+    field 0 for the output. ``momentum`` and ``training=True`` (normalize with the batch's own
+    statistics and update the moving ones) are kept as attributes, but only inference
+    (``training=False``, statistics returned unchanged) can be legalized. TVM makes ``axis``
+    required and defaults to ``training=True``; the defaults here are inference on NCHW data.
+    """
+    attrs = {
+        "axis": int(axis),
+        "epsilon": float(epsilon),
+        "center": bool(center),
+        "scale": bool(scale),
+        "momentum": float(momentum),
+        "training": bool(training),
+    }
+    return make_call("relax.nn.batch_norm", [data, gamma, beta, moving_mean, moving_var], attrs)
+
+
 def _infer_batch_flatten(call: Call, ctx: Any) -> StructInfo:
     x = tensor_arg(call, 0)
     if x.ndim == 0:  # type: ignore[union-attr]
@@ -139,8 +218,10 @@ def batch_flatten(data: Expr | Any) -> Call:
 
 
 __all__ = [
+    "adaptive_avg_pool2d",
     "avg_pool2d",
     "batch_flatten",
+    "batch_norm",
     "conv2d",
     "dense",
     "gelu",

@@ -1,5 +1,5 @@
 """2-D windowed operators on NCHW images: ``relax.nn.conv2d``, ``relax.nn.max_pool2d``,
-``relax.nn.avg_pool2d``.
+``relax.nn.avg_pool2d``, ``relax.nn.adaptive_avg_pool2d``.
 
 They share the window arithmetic: along each spatial axis an output position covers
 ``dilation * (kernel - 1) + 1`` input positions, and positions step by ``stride`` over the
@@ -7,6 +7,8 @@ padded input, so ``out = (size + pad_before + pad_after - dilation * (kernel - 1
 + 1`` (pooling with ``ceil_mode`` rounds the division up). Attributes follow TVM: ``strides``
 and ``dilation`` are ``[h, w]``, ``padding`` is ``[top, left, bottom, right]`` (one value or a
 pair is expanded), layouts are strings. Only the NCHW data / OIHW kernel layouts are supported.
+Adaptive pooling instead fixes the output size and derives each window from it (see
+``adaptive_avg_pool2d``).
 """
 
 from __future__ import annotations
@@ -265,4 +267,46 @@ def _pool2d(kind: str) -> Any:
 max_pool2d = _pool2d("max")
 avg_pool2d = _pool2d("avg")
 
-__all__ = ["avg_pool2d", "conv2d", "max_pool2d"]
+
+# ------------------------------------------------------------------------------ adaptive pooling
+_ADAPTIVE_AVG = "relax.nn.adaptive_avg_pool2d"
+
+
+def _infer_adaptive_pool2d(call: Call, ctx: Any) -> StructInfo:
+    attrs = call.attrs
+    _check_layouts(call, layout=attrs["layout"], out_layout=attrs["out_layout"])  # type: ignore[index]
+    data = tensor_arg(call, 0)
+    sd = _four_dims(call, 0, "data")
+    output_size = attrs["output_size"]  # type: ignore[index]
+    if output_size is None:  # the input's own height and width
+        return TensorStructInfo(data.shape, data.dtype, 4)  # type: ignore[union-attr]
+    if sd is None:
+        return TensorStructInfo(None, data.dtype, 4)
+    return TensorStructInfo([sd[0], sd[1], *output_size], data.dtype)
+
+
+register(_ADAPTIVE_AVG, _infer_adaptive_pool2d, ("data",), ("output_size", "layout", "out_layout"))
+
+
+def adaptive_avg_pool2d(
+    data: Expr | Any,
+    output_size: IntPair | None = None,
+    layout: str = "NCHW",
+    out_layout: str | None = None,
+) -> Call:
+    """``relax.nn.adaptive_avg_pool2d(data, output_size=None, layout="NCHW")``: average
+    ``data`` (N, C, H, W) down to (N, C, OH, OW) = ``output_size`` (one int means a square;
+    None keeps H and W). Output row ``i`` averages the input rows
+    ``floor(i * H / OH) <= h < ceil((i + 1) * H / OH)`` (likewise for columns), so windows
+    may overlap when OH does not divide H, as in PyTorch's ``AdaptiveAvgPool2d``."""
+    attrs = {
+        "output_size": None
+        if output_size is None
+        else _pair(output_size, "output_size", _ADAPTIVE_AVG, 1),
+        "layout": layout,
+        "out_layout": layout if out_layout is None else out_layout,
+    }
+    return make_call(_ADAPTIVE_AVG, [data], attrs)
+
+
+__all__ = ["adaptive_avg_pool2d", "avg_pool2d", "conv2d", "max_pool2d"]

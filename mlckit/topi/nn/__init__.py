@@ -6,10 +6,11 @@ from .elemwise import gelu, relu, silu
 from .flatten import flatten
 from .layer_norm import layer_norm
 from .pad import pad
-from .pooling import avg_pool2d, max_pool2d, pool2d
+from .pooling import adaptive_pool, avg_pool2d, max_pool2d, pool2d
 from .softmax import log_softmax, softmax
 
 __all__ = [
+    "adaptive_pool",
     "avg_pool2d",
     "conv2d_nchw",
     "dense",

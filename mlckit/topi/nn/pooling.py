@@ -1,4 +1,5 @@
-"""2-d pooling in NCHW layout: ``pool2d``, ``max_pool2d``, ``avg_pool2d``.
+"""2-d pooling in NCHW layout: ``pool2d``, ``max_pool2d``, ``avg_pool2d`` and
+``adaptive_pool``.
 
 Average pooling divides by the window size when ``count_include_pad`` is true (padding
 counts as zeros, as PyTorch's default), and by the number of window positions inside the
@@ -14,7 +15,7 @@ from typing import Any
 from mlckit import arith, te
 from mlckit.errors import StructInfoError
 from mlckit.tir import op as tir_op
-from mlckit.tir.expr import PrimExpr, const
+from mlckit.tir.expr import IntImm, PrimExpr, const
 
 from ..utils import as_float, axis_names, shape_text
 from .conv2d import pad_tuple, pair
@@ -157,3 +158,113 @@ def avg_pool2d(
         ceil_mode,
         count_include_pad=count_include_pad,
     )
+
+
+def adaptive_pool(
+    data: te.Tensor,
+    output_size: int | Sequence[int],
+    pool_type: str,
+    layout: str = "NCHW",
+) -> te.Tensor:
+    """Max (``pool_type="max"``, block ``adaptive_pool_max``) or average (``"avg"``, blocks
+    ``adaptive_pool_sum`` and ``adaptive_pool_avg``) of NCHW ``data`` down to ``output_size``
+    (an int or ``(height, width)``).
+
+    Output row ``i`` of ``out`` rows pools input rows ``start <= h < end`` with
+    ``start = floor(i * H / out)`` and ``end = ceil((i + 1) * H / out)`` (columns alike), as
+    PyTorch and TVM do. When ``out`` does not divide ``H`` the windows may overlap and differ
+    in length, but a loop nest needs fixed bounds: the reduction then runs over the longest
+    window and masks the positions past each window's own length. The window lengths are
+    worked out from the input size, which must therefore be static.
+    """
+    op = "topi.nn.adaptive_pool"
+    if layout != "NCHW":
+        raise StructInfoError(f"{op}: only the NCHW layout is supported, got {layout!r}")
+    if pool_type not in ("max", "avg"):
+        raise StructInfoError(f"{op}: pool_type must be 'max' or 'avg', got {pool_type!r}")
+    if data.ndim != 4:
+        raise StructInfoError(f"{op}: needs a 4-d NCHW input, got {shape_text(data.shape)}")
+    batch, channel, height, width = data.shape
+    if not isinstance(height, IntImm) or not isinstance(width, IntImm):
+        raise StructInfoError(
+            f"{op}: needs a static height and width to size the windows, got the input shape "
+            f"{shape_text(data.shape)}"
+        )
+    out_h, out_w = pair(output_size, "output_size", op)
+    if min(out_h, out_w) < 1:
+        raise StructInfoError(f"{op}: output_size must be positive, got {output_size!r}")
+    rows = _AdaptiveWindows(height.value, out_h)
+    cols = _AdaptiveWindows(width.value, out_w)
+    rv0 = te.reduce_axis((0, rows.longest), name="rv0")
+    rv1 = te.reduce_axis((0, cols.longest), name="rv1")
+    out_shape = (batch, channel, out_h, out_w)
+    names = axis_names(4)
+    fill = tir_op.min_value(data.dtype) if pool_type == "max" else const(0, data.dtype)
+
+    def window(reducer: Any) -> Any:
+        def body(*i: PrimExpr) -> Any:
+            n, c, y, x = i
+            value = data[n, c, rows.start(y) + rv0.var, cols.start(x) + rv1.var]
+            inside = [
+                r.var < w.length(o) for r, w, o in ((rv0, rows, y), (rv1, cols, x)) if w.ragged
+            ]
+            if inside:
+                cond = inside[0] if len(inside) == 1 else inside[0] & inside[1]
+                value = tir_op.if_then_else(cond, value, fill)
+            return reducer(value, axis=[rv0, rv1])
+
+        return body
+
+    if pool_type == "max":
+        return te.compute(
+            out_shape,
+            window(te.max),
+            name="adaptive_pool_max",
+            tag="adaptive_pool_max",
+            varargs_names=names,
+        )
+    total = te.compute(
+        out_shape,
+        window(te.sum),
+        name="adaptive_pool_sum",
+        tag="adaptive_pool_sum",
+        varargs_names=names,
+    )
+
+    def average(*i: PrimExpr) -> PrimExpr:
+        count = rows.length(i[2]) * cols.length(i[3])  # an int when no window is ragged
+        if isinstance(count, int):
+            return total[i] / const(float(count), data.dtype)
+        return total[i] / as_float(count, data.dtype)
+
+    return te.compute(
+        out_shape, average, name="adaptive_pool_avg", tag="elemwise", varargs_names=names
+    )
+
+
+def _window(i: Any, size: int, out: int) -> tuple[Any, Any]:
+    """``(start, end)`` of the input positions that output position ``i`` of ``out`` pools
+    (``i`` an int or an index expression): ``floor(i * size / out)``,
+    ``ceil((i + 1) * size / out)``."""
+    return i * size // out, ((i + 1) * size + out - 1) // out
+
+
+class _AdaptiveWindows:
+    """The windows of ``out`` output positions over ``size`` input positions."""
+
+    def __init__(self, size: int, out: int) -> None:
+        self.size, self.out = size, out
+        lengths = [end - start for start, end in (_window(i, size, out) for i in range(out))]
+        self.longest = max(lengths)
+        # Windows of one length need no mask (they may overlap: 5 -> 2 gives [0, 3), [2, 5)).
+        self.ragged = len(set(lengths)) > 1
+
+    def start(self, i: PrimExpr) -> PrimExpr:
+        return arith.simplify(_window(i, self.size, self.out)[0])
+
+    def length(self, i: PrimExpr) -> PrimExpr | int:
+        """The length of window ``i``: an int when all windows have the same one."""
+        if not self.ragged:
+            return self.longest
+        start, end = _window(i, self.size, self.out)
+        return arith.simplify(end - start)

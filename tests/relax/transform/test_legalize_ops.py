@@ -330,6 +330,63 @@ def _pool2d(name: str, draw: Draw, rng: np.random.Generator) -> Case:
     )
 
 
+@case("nn.batch_norm")
+def _batch_norm(name: str, draw: Draw, rng: np.random.Generator) -> Case:
+    shape = [draw(dims), draw(dims) + 1, *[draw(dims) for _ in range(draw(st.integers(0, 2)))]]
+    axis = draw(st.sampled_from([1, -1]))
+    x = rand(rng, shape)
+    channels = shape[axis]
+    gamma, beta, mean = (rand(rng, (channels,)) for _ in range(3))
+    var = rng.uniform(0.5, 2, channels).astype("float32")
+    center, scale = draw(st.booleans()), draw(st.booleans())
+    at = [1] * len(shape)
+    at[axis] = channels
+
+    def per_channel(v: np.ndarray) -> np.ndarray:
+        return v.reshape(at)
+
+    out = (x - per_channel(mean)) / np.sqrt(per_channel(var) + 1e-5)
+    out = out * (per_channel(gamma) if scale else 1) + (per_channel(beta) if center else 0)
+    return Case(
+        [x, gamma, beta, mean, var],
+        lambda *a: relax.TupleGetItem(
+            op.nn.batch_norm(*a, axis=axis, center=center, scale=scale), 0
+        ),
+        out.astype("float32"),
+    )
+
+
+@case("nn.adaptive_avg_pool2d")
+def _adaptive_avg_pool2d(name: str, draw: Draw, rng: np.random.Generator) -> Case:
+    x = rand(rng, (draw(dims), 2, draw(st.integers(1, 6)), draw(st.integers(1, 6))))
+    output_size = draw(st.sampled_from([None, 1, (draw(dims), draw(dims))]))
+    if output_size is None:
+        out_h, out_w = x.shape[2:]
+    else:
+        out_h, out_w = (output_size, output_size) if output_size == 1 else output_size
+    expected = np.zeros((*x.shape[:2], out_h, out_w), "float32")
+    for i in range(out_h):
+        rows = slice(i * x.shape[2] // out_h, -(-(i + 1) * x.shape[2] // out_h))
+        for j in range(out_w):
+            cols = slice(j * x.shape[3] // out_w, -(-(j + 1) * x.shape[3] // out_w))
+            expected[:, :, i, j] = x[:, :, rows, cols].mean(axis=(2, 3))
+    return Case([x], lambda v: op.nn.adaptive_avg_pool2d(v, output_size), expected)
+
+
+@case("take")
+def _take(name: str, draw: Draw, rng: np.random.Generator) -> Case:
+    x = rand(rng, (draw(dims), draw(dims)))
+    axis = draw(st.sampled_from([0, 1, -1]))
+    mode = draw(st.sampled_from(["fast", "clip", "wrap"]))
+    size = x.shape[axis]
+    # "fast" promises in-range indices; the other modes are given some outside the range.
+    low, high = (0, size) if mode == "fast" else (-2 * size, 2 * size)
+    index_shape = draw(st.sampled_from([(draw(dims),), (draw(dims), draw(dims))]))
+    indices = rng.integers(low, high, index_shape).astype(draw(st.sampled_from(["int32", "int64"])))
+    expected = np.take(x, indices, axis, mode="raise" if mode == "fast" else mode)
+    return Case([x, indices], lambda v, i: op.take(v, i, axis, mode), expected, batch=(1,))
+
+
 _REDUCE = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}
 
 

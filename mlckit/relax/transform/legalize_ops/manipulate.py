@@ -1,6 +1,7 @@
 """Shape manipulation: reshape-like ops become ``topi.reshape`` to the inferred shape;
 ``permute_dims`` becomes ``topi.transpose``, ``concat`` ``topi.concatenate``,
-``broadcast_to`` ``topi.broadcast_to`` and ``nn.batch_flatten`` ``topi.nn.flatten``."""
+``broadcast_to`` ``topi.broadcast_to``, ``take`` ``topi.take`` and ``nn.batch_flatten``
+``topi.nn.flatten``."""
 
 from __future__ import annotations
 
@@ -46,6 +47,12 @@ def _concat(bb: BlockBuilder, call: Call) -> Expr:
     if axis is None:
         return bb.call_te(_concat_flattened, call.args[0], primfunc_name_hint="concatenate")
     return bb.call_te(topi.concatenate, call.args[0], axis)
+
+
+@register_legalize("relax.take")
+def _take(bb: BlockBuilder, call: Call) -> Expr:
+    # axis=None only passes inference for a 1-D x, which topi's flattening leaves as it is.
+    return bb.call_te(topi.take, *call.args, call.attrs["axis"], call.attrs["mode"])
 
 
 register_legalize("relax.nn.batch_flatten", call_topi(topi.nn.flatten))

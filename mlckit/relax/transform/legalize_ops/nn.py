@@ -1,13 +1,18 @@
-"""Neural-network ops: softmax, layer_norm, conv2d and pooling become their topi.nn kernels."""
+"""Neural-network ops: softmax, layer_norm, batch_norm, conv2d and pooling become their topi.nn
+kernels."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from mlckit import arith, te, topi
+from mlckit.errors import BuildError
+from mlckit.tir import op as tir_op
+from mlckit.tir.expr import PrimExpr, const
+from mlckit.topi.utils import axis_names
 
 from ...block_builder import BlockBuilder
-from ...expr import Call, Expr
+from ...expr import Call, Expr, Tuple
 from .common import register_legalize
 
 
@@ -49,6 +54,63 @@ def _layer_norm(bb: BlockBuilder, call: Call) -> Expr:
         attrs["scale"],
         primfunc_name_hint="layer_norm",
     )
+
+
+def _te_batch_norm(
+    data: te.Tensor,
+    gamma: te.Tensor,
+    beta: te.Tensor,
+    moving_mean: te.Tensor,
+    moving_var: te.Tensor,
+    axis: int,
+    epsilon: float,
+    center: bool,
+    scale: bool,
+) -> te.Tensor:
+    """Inference batch norm: each element normalized with the statistics of its channel
+    ``index[axis]``. Without scale (center) the kernel neither reads gamma (beta) nor
+    multiplies (adds)."""
+
+    def body(*i: PrimExpr) -> PrimExpr:
+        c = i[axis]
+        eps = const(epsilon, data.dtype)
+        value = (data[i] - moving_mean[c]) / tir_op.sqrt(moving_var[c] + eps)
+        if scale:
+            value = value * gamma[c]
+        if center:
+            value = value + beta[c]
+        return value
+
+    return te.compute(
+        data.shape,
+        body,
+        name="T_batch_norm",
+        tag="injective",
+        varargs_names=axis_names(data.ndim),
+    )
+
+
+@register_legalize("relax.nn.batch_norm")
+def _batch_norm(bb: BlockBuilder, call: Call) -> Expr:
+    attrs = call.attrs
+    if attrs["training"]:
+        raise BuildError(
+            "LegalizeOps: relax.nn.batch_norm with training=True (normalize with the batch's "
+            "own statistics) cannot be compiled; only inference (training=False, with the "
+            "moving statistics) is supported"
+        )
+    data, moving_mean, moving_var = call.args[0], call.args[3], call.args[4]
+    normalized = bb.call_te(
+        _te_batch_norm,
+        *call.args,
+        attrs["axis"] % data.struct_info.ndim,  # type: ignore[attr-defined]
+        attrs["epsilon"],
+        attrs["center"],
+        attrs["scale"],
+        primfunc_name_hint="batch_norm",
+    )
+    # Inference leaves the moving statistics unchanged: the tuple passes them through.
+    return Tuple([normalized, moving_mean, moving_var])
 
 
 def _te_group_conv2d(
@@ -125,3 +187,18 @@ def _pool2d(pool_type: str) -> Any:
 
 register_legalize("relax.nn.max_pool2d", _pool2d("max"))
 register_legalize("relax.nn.avg_pool2d", _pool2d("avg"))
+
+
+@register_legalize("relax.nn.adaptive_avg_pool2d")
+def _adaptive_avg_pool2d(bb: BlockBuilder, call: Call) -> Expr:
+    output_size = call.attrs["output_size"]
+    if output_size is None:  # the input's height and width, which inference gave the result
+        output_size = list(call.struct_info.shape_values[2:])  # type: ignore[attr-defined]
+    return bb.call_te(
+        topi.nn.adaptive_pool,
+        call.args[0],
+        output_size,
+        "avg",
+        call.attrs["layout"],
+        primfunc_name_hint="adaptive_avg_pool2d",
+    )
