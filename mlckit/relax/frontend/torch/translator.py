@@ -13,6 +13,7 @@ tables in :mod:`.ops` map each of them to a converter.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -94,15 +95,18 @@ class Importer:
 
     # ------------------------------------------------------------------ the walk
     def call(self, node: Any, converter: Converter, *args: Any, **kwargs: Any) -> Any:
-        """Run ``converter`` for ``node``; an error in it names the node."""
+        """Run ``converter`` for ``node``; arguments it does not take, or an error in it,
+        name the node."""
+        try:
+            inspect.signature(converter).bind(self, *args, **kwargs)
+        except TypeError as err:
+            raise FrontendError(
+                f"{self.where}: {describe_node(node)}: unsupported arguments ({err})"
+            ) from None
         try:
             return converter(self, *args, **kwargs)
         except FrontendError as err:
             raise FrontendError(f"{self.where}: {describe_node(node)}: {err}") from None
-        except TypeError as err:  # arguments the converter's signature does not take
-            raise FrontendError(
-                f"{self.where}: {describe_node(node)}: unsupported arguments ({err})"
-            ) from None
 
     def finish(self, output: Any, unwrap_unit_return_tuple: bool) -> Expr:
         """The model's output (a tensor or a tuple of them) as a relax expression."""
@@ -189,6 +193,13 @@ def int_tuple(value: Any, n: int = 2) -> list[int]:
         return [value] * n
     items = [int(v) for v in value]
     return items * n if len(items) == 1 else items
+
+
+def int_tuple_or_none(value: Any) -> list[Any]:
+    """An adaptive pool's output size: None (keep the input's) or ints, as a pair."""
+    if value is None or isinstance(value, int):
+        return [value, value]
+    return list(value) * 2 if len(value) == 1 else list(value)
 
 
 def sizes(args: Sequence[Any]) -> list[Any]:
@@ -313,12 +324,6 @@ def adaptive_avg_pool2d(imp: Importer, x: Expr, output_size: Any) -> Expr:
     shape = shape_of(x)
     size = [shape[-2 + i] if s is None else s for i, s in enumerate(int_tuple_or_none(output_size))]
     return imp.emit(R.nn.adaptive_avg_pool2d(x, size))
-
-
-def int_tuple_or_none(value: Any) -> list[Any]:
-    if value is None or isinstance(value, int):
-        return [value, value]
-    return list(value) * 2 if len(value) == 1 else list(value)
 
 
 def batch_norm(

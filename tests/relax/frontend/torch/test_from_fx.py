@@ -331,3 +331,18 @@ def test_the_remaining_operators_match_torch(capture):
         theirs = [t.numpy() for t in model(torch.from_numpy(ids), torch.from_numpy(image))]
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
+
+
+class TanhGelu(nn.Module):
+    def forward(self, x):
+        return F.gelu(x, approximate="tanh")
+
+
+def test_arguments_a_converter_does_not_support_are_named():
+    with pytest.raises(FrontendError, match=r"node 'gelu'.*approximate='tanh'"):
+        from_fx(torch.fx.symbolic_trace(TanhGelu()), [((1, 4), "float32")])
+    traced = torch.fx.symbolic_trace(course_mlp())
+    linear = next(n for n in traced.graph.nodes if n.op == "call_module")
+    linear.kwargs = {"scale": 2}  # an argument no converter takes
+    with pytest.raises(FrontendError, match=r"node 'linear0'.*unsupported arguments"):
+        from_fx(traced, [((1, 784), "float32")])
