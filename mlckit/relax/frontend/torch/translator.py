@@ -41,10 +41,9 @@ Converter = Callable[..., Any]
 class Importer:
     """Walks a ``torch.fx.Graph`` in order and emits its relax function ``main``.
 
-    ``params`` maps the name of every weight (a state-dict name such as ``"fc1.weight"``) to its
-    value. With ``keep_params_as_input`` the weights become parameters of ``main`` after the
-    inputs (named as in the state dict, dots replaced by underscores) and their values are kept
-    in :attr:`param_values`; otherwise they are bound as constants.
+    Weights are bound as constants; with ``keep_params_as_input`` they become parameters of
+    ``main`` after the inputs (named by their state-dict name, ``"fc1.weight"`` as
+    ``fc1_weight``) and their values are kept in :attr:`param_values`.
     """
 
     def __init__(self, keep_params_as_input: bool, where: str):
