@@ -22,11 +22,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from timing import best_times
 
 import mlckit
 from mlckit import te, tir
@@ -73,19 +73,6 @@ def hand_schedule(func: PrimFunc, tile_i: int, tile_j: int, tile_k: int) -> Prim
     sch.vectorize(j1)
     sch.decompose_reduction(block, k0)
     return sch.mod[sch.func_name]
-
-
-def best_times(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
-    """The best time of each function over ``rounds`` rounds that run them in turn."""
-    for fn in fns.values():
-        fn()
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return best
 
 
 def numpy_without_openblas_settings() -> float:

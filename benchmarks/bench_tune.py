@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from timing import best_times
 
 import mlckit
 from mlckit import meta_schedule as ms
@@ -57,20 +58,6 @@ def matmul_func() -> PrimFunc:
     k = te.reduce_axis((0, N), name="k")
     c = te.compute((N, N), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
     return te.create_prim_func([a, b, c])
-
-
-def best_times(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
-    """The best time of each function over ``rounds`` rounds that call them in turn, so that a
-    slow phase of the (shared) machine falls on all of them alike."""
-    for fn in fns.values():
-        fn()
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return best
 
 
 def tune_matmul(func: PrimFunc) -> dict[str, tuple[PrimFunc, float]]:

@@ -9,8 +9,8 @@
   already likes (TVM's MetaSchedule and Ansor work this way).
 
 Both first measure the programs the space *hints* at, if it has a ``hints(func)`` method
-(the default space hints at the default schedule's program: a search then never ends slower
-than the untuned build, and its curve starts where the untuned build stands). Both return only
+(the default space hints at the default schedule's program: a search's curve starts where the
+untuned build stands, and in the search's own measurements it cannot end slower). Both return only
 programs not measured before: two schedules that lower to the same program (same structural
 hash) count once.
 """

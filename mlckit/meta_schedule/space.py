@@ -119,7 +119,9 @@ MAX_PER_THREAD = 4
 
 
 class SearchSpace(Protocol):
-    """A set of programs of a PrimFunc, drawn at random."""
+    """A set of programs of a PrimFunc, drawn at random. A space may also have a method
+    ``hints(func) -> list[Schedule]``: programs the searches measure before any sample (the
+    default space's is the default schedule's program)."""
 
     def sample(self, func: PrimFunc | IRModule, seed: int) -> Schedule:
         """A random program of the space: the same ``seed`` gives the same program."""

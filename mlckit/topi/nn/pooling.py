@@ -22,6 +22,15 @@ from .conv2d import pad_tuple, pair
 from .pad import pad
 
 
+def _check_pool_input(op: str, data: te.Tensor, pool_type: str, layout: str) -> None:
+    if layout != "NCHW":
+        raise StructInfoError(f"{op}: only the NCHW layout is supported, got {layout!r}")
+    if pool_type not in ("max", "avg"):
+        raise StructInfoError(f"{op}: pool_type must be 'max' or 'avg', got {pool_type!r}")
+    if data.ndim != 4:
+        raise StructInfoError(f"{op}: needs a 4-d NCHW input, got {shape_text(data.shape)}")
+
+
 def pool2d(
     data: te.Tensor,
     kernel: int | Sequence[int],
@@ -38,12 +47,7 @@ def pool2d(
     ``(top, left, bottom, right)`` (or an int, or ``(h, w)``) and is applied in a
     ``pad_temp`` block when non-zero."""
     op = "topi.nn.pool2d"
-    if layout != "NCHW":
-        raise StructInfoError(f"{op}: only the NCHW layout is supported, got {layout!r}")
-    if pool_type not in ("max", "avg"):
-        raise StructInfoError(f"{op}: pool_type must be 'max' or 'avg', got {pool_type!r}")
-    if data.ndim != 4:
-        raise StructInfoError(f"{op}: needs a 4-d NCHW input, got {shape_text(data.shape)}")
+    _check_pool_input(op, data, pool_type, layout)
     kh, kw = pair(kernel, "kernel", op)
     sh, sw = pair(stride, "stride", op)
     dh, dw = pair(dilation, "dilation", op)
@@ -178,12 +182,7 @@ def adaptive_pool(
     worked out from the input size, which must therefore be static.
     """
     op = "topi.nn.adaptive_pool"
-    if layout != "NCHW":
-        raise StructInfoError(f"{op}: only the NCHW layout is supported, got {layout!r}")
-    if pool_type not in ("max", "avg"):
-        raise StructInfoError(f"{op}: pool_type must be 'max' or 'avg', got {pool_type!r}")
-    if data.ndim != 4:
-        raise StructInfoError(f"{op}: needs a 4-d NCHW input, got {shape_text(data.shape)}")
+    _check_pool_input(op, data, pool_type, layout)
     batch, channel, height, width = data.shape
     if not isinstance(height, IntImm) or not isinstance(width, IntImm):
         raise StructInfoError(
