@@ -30,7 +30,7 @@ from mlckit.tir.transform import lower_prim_func
 
 from .codegen import HELPER_DEPENDENCIES, HELPER_SOURCE, GeneratedFunction, generate_function
 
-CODEGEN_VERSION = "1"
+CODEGEN_VERSION = "2"
 
 _NUMBA_DTYPES = {"bool": "boolean"}
 
@@ -97,6 +97,7 @@ def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, Gener
         "",
         "import numpy as np",
     ]
+    noalias = target.kind == "llvm" and bool(func.attrs.get("tir.noalias"))
     if target.kind == "llvm":
         lines.append("from numba import njit, prange")
     elif target.kind == "cuda":
@@ -108,8 +109,13 @@ def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, Gener
         ]
     else:
         lines.append("prange = range")
+    own_imports = []
+    if noalias:
+        own_imports.append("from mlckit.backend.noalias import NoAliasCompiler")
     if generated.checks_shapes:
-        lines += ["", "from mlckit.errors import VMError"]
+        own_imports.append("from mlckit.errors import VMError")
+    if own_imports:
+        lines += ["", *own_imports]
     lines.append("")
     for helper in _helpers_needed(generated):
         if target.kind == "llvm":
@@ -125,6 +131,10 @@ def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, Gener
             # Reordering float additions is what vectorizes a reduction; NaN and infinity keep
             # their IEEE meaning (no "nnan"/"ninf").
             options.append('fastmath={"reassoc", "contract", "nsz", "arcp"}')
+        if noalias:
+            # tir.noalias: the buffers never overlap, so LLVM may keep values in registers and
+            # vectorize loops outside prange too (see mlckit/backend/noalias.py).
+            options.append("pipeline_class=NoAliasCompiler")
         lines.append(f'@njit("{_numba_signature(func)}", {", ".join(options)})')
     lines.append(generated.source)
     return "\n".join(lines), generated
@@ -143,6 +153,22 @@ def wants_fastmath(func: PrimFunc) -> bool:
 
     post_order_visit(func.body, visit)
     return found
+
+
+def written_params(func: PrimFunc) -> tuple[int, ...]:
+    """The indices of the parameters whose buffers ``func`` stores into."""
+    stored: set[int] = set()
+
+    def visit(node: object) -> None:
+        if isinstance(node, S.BufferStore):
+            stored.add(id(node.buffer.data))
+
+    post_order_visit(func.body, visit)
+    return tuple(
+        index
+        for index, param in enumerate(func.params)
+        if param in func.buffer_map and id(func.buffer_map[param].data) in stored
+    )
 
 
 def compile_kernel(func: PrimFunc, name: str, target: Target) -> Kernel:

@@ -59,7 +59,7 @@ class CostModel:
             )
         for func, result in zip(funcs, results):
             self._features.append(extract_features(func))
-            self._secs.append(result.mean_secs())
+            self._secs.append(result.median_secs())
             self._groups.append(tuple(args_info_of(the_prim_func(func))))
         if len(self._secs) < 2:
             return

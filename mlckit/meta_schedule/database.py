@@ -32,7 +32,7 @@ from mlckit.tir.function import PrimFunc
 from mlckit.tir.schedule import Schedule
 from mlckit.tir.schedule.trace import Trace
 
-from .measure import the_prim_func
+from .measure import median_secs, the_prim_func
 
 
 def workload_hash(func_or_mod: PrimFunc | IRModule) -> str:
@@ -51,9 +51,9 @@ class TuningRecord:
     workload_hash: str
     target: str
 
-    def mean_secs(self) -> float:
-        """The mean seconds per run; infinity for a candidate that failed."""
-        return sum(self.run_secs) / len(self.run_secs) if self.run_secs else float("inf")
+    def median_secs(self) -> float:
+        """Seconds per run (the median of the repeats); infinity for a failed candidate."""
+        return median_secs(self.run_secs)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -143,7 +143,7 @@ class JSONDatabase:
             for r in self._records
             if r.workload_hash == key and r.run_secs and Target(r.target) == wanted
         ]
-        return sorted(found, key=TuningRecord.mean_secs)[:k]
+        return sorted(found, key=TuningRecord.median_secs)[:k]
 
     def query_schedule(self, func_or_mod: PrimFunc | IRModule, target: Any) -> Schedule | None:
         """The best record's trace replayed on a fresh schedule of the function; ``None`` when

@@ -15,7 +15,8 @@ failed with its reason; it never stops the search.
   past ``timeout_s`` or crashes the process is killed with its worker, and a fresh worker takes
   the next candidate. Timing follows TVM's ``time_evaluator``: ``repeat`` results, each the
   mean of ``number`` runs (doubled until a repeat lasts ``min_repeat_ms``), on random inputs
-  made once per workload from the buffers' shapes and dtypes.
+  made once per workload from the buffers' shapes and dtypes. A candidate's time is the
+  median of its repeats (:func:`median_secs`).
 * With ``reference=`` (the unscheduled PrimFunc), ``measure`` also checks each candidate's
   output once against the reference's, built for ``"llvm"``: a schedule that changes the
   result is a failure (``"run: wrong result ..."``).
@@ -77,6 +78,15 @@ class TensorInfo:
     shape: tuple[int, ...]
 
 
+def median_secs(run_secs: Sequence[float] | None) -> float:
+    """A candidate's seconds per run: the median of its repeats; infinity when it failed.
+
+    The median rather than the mean TVM ranks by: on a shared machine, one repeat that another
+    process slowed down would bury a good program (the default schedule of a kernel once
+    measured 69, 38 and 40 us, and lost to a program that ran 49 us every time)."""
+    return float(np.median(run_secs)) if run_secs else float("inf")
+
+
 @dataclass
 class MeasureResult:
     """Seconds per run of one candidate (one entry per repeat), or why it failed."""
@@ -84,9 +94,8 @@ class MeasureResult:
     run_secs: list[float] | None
     error: str | None = None
 
-    def mean_secs(self) -> float:
-        """The mean time per run; infinity for a failed candidate."""
-        return float(np.mean(self.run_secs)) if self.run_secs else float("inf")
+    def median_secs(self) -> float:
+        return median_secs(self.run_secs)
 
 
 @dataclass
@@ -469,5 +478,6 @@ __all__ = [
     "TensorInfo",
     "args_info_of",
     "measure",
+    "median_secs",
     "random_inputs",
 ]

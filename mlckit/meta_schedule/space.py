@@ -31,14 +31,17 @@ program of the space is rebuilt by replaying its trace on ``tir.Schedule(func)``
     outside the contiguous loop, which is vectorized. A local accumulator tile
     (``cache_write`` to "local" + ``reverse_compute_at``) goes at spatial level 0 or 1, or is
     left out; an elementwise epilogue (bias, activation) is folded into its write-back. The
-    fused level-0 loops run in ``parallel``. A dense block (``C[i, j] += A[i, k] * B[j, k]``,
+    fused level-0 loops run in ``parallel``, or, for a nest of less than
+    ``ALWAYS_PARALLEL_WORK`` iterations, may stay serial (starting threads costs as much as
+    a small kernel's run). A dense block (``C[i, j] += A[i, k] * B[j, k]``,
     both inputs contiguous along k) may instead draw *dot products*: a tile of up to 8x8 dot
     products, unrolled inside k so that k runs innermost with one accumulator each, annotated
     "fastmath" so that LLVM vectorizes the sums (the default schedule's dense rule, with its
     tile drawn). A producer the block reads (padding, a transpose)
     goes where ``sample_compute_location`` draws (inline, a loop of the tiles, or its own nest).
     Other elementwise nests: the last loop split by a sampled perfect tiling and vectorized, the
-    rest fused and parallel. Other intermediate elementwise blocks are inlined.
+    rest fused and parallel (or serial, drawn likewise). Other intermediate elementwise blocks
+    are inlined.
   - ``"cuda"``: the reduction blocks' spatial loops tiled in 3 levels (grid, threads, per thread),
     the grid levels fused and bound to ``blockIdx.x``, the thread levels to ``threadIdx.x`` (a
     draw of more than 1024 threads is drawn again), the per-thread tile accumulated locally or
@@ -48,8 +51,9 @@ program of the space is rebuilt by replaying its trace on ``tir.Schedule(func)``
   a schedule without decisions): the searches measure it first, so tuning starts from what
   an untuned build runs. ``default_space(target, hint_default_schedule=False)`` leaves it out.
 
-  Where the accumulator goes (CPU, GPU) is a choice of structure, not a trace decision: like
-  TVM's separate design spaces, a sample draws it, a mutation keeps it. There is no unroll
+  Where the accumulator goes (CPU, GPU) and parallel or serial (CPU) are choices of
+  structure, not trace decisions: like TVM's separate design spaces, a sample draws them, a
+  mutation keeps them. There is no unroll
   choice: the code generator leaves unrolling to numba/LLVM (``sch.unroll`` only marks the
   loop), so it would not change the program.
 
@@ -113,6 +117,8 @@ MAX_INNER_REDUCTION = 16
 MAX_DOT_TILE = 8
 # Where the local accumulator tile goes: at spatial level 0, level 1, or no accumulator.
 ACCUMULATOR_LEVELS = (0, 1, -1)
+# Work (iterations) from which a CPU nest always runs in parallel; below, serial is drawn too.
+ALWAYS_PARALLEL_WORK = 1 << 22
 MAX_THREADS_PER_BLOCK = 1024
 THREAD_COUNTS = (32, 64, 128, 256, 512)
 MAX_PER_THREAD = 4
@@ -223,6 +229,14 @@ def _branch(sch: Schedule, options: Sequence[Any]) -> Any:
     return random.Random(sch.fork_seed()).choice(list(options))
 
 
+def _parallel_or_serial(sch: Schedule, loops: Sequence[LoopRV], work: int) -> None:
+    """Fuse ``loops`` and run them in parallel; below ``ALWAYS_PARALLEL_WORK`` iterations,
+    leaving them serial is drawn too (a choice of structure): starting the threads of a
+    parallel loop costs microseconds, as much as a small kernel's whole run."""
+    if work >= ALWAYS_PARALLEL_WORK or _branch(sch, ("parallel", "serial")) == "parallel":
+        _parallel(sch, loops, work)
+
+
 def _fuse(sch: Schedule, loops: Sequence[LoopRV]) -> LoopRV:
     return sch.fuse(*loops) if len(loops) > 1 else loops[0]
 
@@ -292,7 +306,7 @@ def _vector_tiles(
         writeback = sch.cache_write(block, 0, "local")
         sch.reverse_compute_at(writeback, spatial[level][-1])
         _inline_epilogue(sch, writeback)
-    _parallel(sch, spatial[0], work)
+    _parallel_or_serial(sch, spatial[0], work)
     sch.vectorize(vector)
     return reduction[0][0]
 
@@ -310,7 +324,7 @@ def _dot_products(
     # rows of A pass by.
     outer[-2:] = outer[-2:][::-1]
     dot_product_tile(sch, block, outer, reduction, inner)
-    _parallel(sch, outer, work)
+    _parallel_or_serial(sch, outer, work)
     sch.annotate(block, "fastmath", True)
     return reduction
 
@@ -327,7 +341,7 @@ def _cpu_elementwise(sch: Schedule, block: BlockRV) -> bool:
     last_outer, lanes = sch.split(
         last, sch.sample_perfect_tile(last, n=2, max_innermost_factor=MAX_VECTOR)
     )
-    _parallel(sch, [*outer, last_outer], nest.known_work())
+    _parallel_or_serial(sch, [*outer, last_outer], nest.known_work())
     sch.vectorize(lanes)
     return True
 

@@ -119,7 +119,7 @@ def tune_tir(
     builder = builder if builder is not None else Builder()
     runner = runner if runner is not None else Runner()
     flops = estimate_flops(func)
-    best = min((r.mean_secs() for r in earlier), default=math.inf)
+    best = min((r.median_secs() for r in earlier), default=math.inf)
     records: list[TuningRecord] = []
     bar = _progress_bar(max_trials, func, progress)
     try:
@@ -135,7 +135,7 @@ def tune_tir(
                 record = TuningRecord(sch.trace.as_json(), result.run_secs, whash, str(target))
                 database.commit_tuning_record(record)
                 records.append(record)
-                best = min(best, record.mean_secs())
+                best = min(best, record.median_secs())
             search.notify(batch, results)
             if bar is not None:
                 bar.update(len(batch))
@@ -178,7 +178,7 @@ def best_so_far(records: Sequence[TuningRecord], flops: float) -> list[float]:
     """The best GFLOP/s after each trial (0 until a trial succeeds)."""
     curve, best = [], math.inf
     for record in records:
-        best = min(best, record.mean_secs())
+        best = min(best, record.median_secs())
         curve.append(flops / best / 1e9 if math.isfinite(best) else 0.0)
     return curve
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,13 +75,21 @@ def time_function(
     return evaluator
 
 
-def as_numpy_args(name: str, args: Iterable[Any]) -> list[Any]:
-    """Unwrap NDArrays to the numpy arrays compiled kernels take (no copy)."""
+def as_numpy_args(name: str, args: Iterable[Any], written: Sequence[int] = ()) -> list[Any]:
+    """Unwrap NDArrays to the numpy arrays compiled kernels take (no copy). The arguments at
+    ``written`` are the ones the function stores into: they must be C-contiguous (a copy would
+    take the result) and overlap no other argument (kernels assume ``tir.noalias``)."""
     out = []
     for index, arg in enumerate(args):
         if isinstance(arg, NDArray):
             out.append(arg._data)
         elif isinstance(arg, np.ndarray):
+            if not arg.flags.c_contiguous and index in written:
+                raise VMError(
+                    f"{name}: argument {index} receives a result but is not C-contiguous (a "
+                    "view with strides); pass np.ascontiguousarray(...) and read the result "
+                    "from that array"
+                )
             out.append(arg if arg.flags.c_contiguous else np.ascontiguousarray(arg))
         elif isinstance(arg, (int, float, np.number)):
             out.append(arg)
@@ -90,19 +98,32 @@ def as_numpy_args(name: str, args: Iterable[Any]) -> list[Any]:
                 f"{name}: argument {index} is a {type(arg).__name__}; pass NDArrays, "
                 "numpy arrays or numbers"
             )
+    for index in written:
+        result = out[index] if index < len(out) else None
+        if not isinstance(result, np.ndarray):
+            continue
+        for other, arg in enumerate(out):
+            if other != index and isinstance(arg, np.ndarray) and np.may_share_memory(result, arg):
+                raise VMError(
+                    f"{name}: argument {index} receives a result but shares memory with "
+                    f"argument {other}; a compiled function's buffers must not overlap (pass a "
+                    "separate output array)"
+                )
     return out
 
 
 class PackedFunc:
-    """A compiled function callable with NDArrays, numpy arrays or numbers."""
+    """A compiled function callable with NDArrays, numpy arrays or numbers. ``written``: the
+    indices of the arguments it stores into."""
 
-    def __init__(self, name: str, func: Callable[..., Any]):
+    def __init__(self, name: str, func: Callable[..., Any], written: Sequence[int] = ()):
         self.name = name
         self.func = func
+        self.written = tuple(written)
 
     def __call__(self, *args: Any) -> Any:
         try:
-            return self.func(*as_numpy_args(self.name, args))
+            return self.func(*as_numpy_args(self.name, args, self.written))
         except TypeError as err:
             # numba's dispatcher refuses arguments whose dtype or rank differ from the
             # compiled signature; say so in terms of the function that was called.
@@ -123,11 +144,17 @@ class Module:
     """What ``mlckit.build`` returns: ``lib["name"](*args)``, ``lib.source("name")``."""
 
     def __init__(
-        self, functions: dict[str, Callable[..., Any]], sources: dict[str, str], target: Any
+        self,
+        functions: dict[str, Callable[..., Any]],
+        sources: dict[str, str],
+        target: Any,
+        written: dict[str, tuple[int, ...]] | None = None,
     ):
         self._functions = functions
         self._sources = sources
         self.target = target
+        # For each function, the indices of the arguments it stores into.
+        self._written = written or {}
 
     def __getitem__(self, name: str) -> PackedFunc:
         return self.get_function(name)
@@ -140,7 +167,7 @@ class Module:
         if func is None:
             known = ", ".join(sorted(self._functions)) or "none"
             raise MLCError(f"the module has no function {name!r} (functions: {known})")
-        return PackedFunc(name, func)
+        return PackedFunc(name, func, self._written.get(name, ()))
 
     def function_names(self) -> list[str]:
         return list(self._functions)

@@ -77,3 +77,43 @@ def test_a_zero_dimensional_buffer_is_an_argument(target):
     a, out = np.arange(12, dtype="float32").reshape(3, 4), np.zeros(4, "float32")
     lib["pick_row"](a, np.array(2, "int64"), out)
     np.testing.assert_array_equal(out, a[2])
+
+
+@T.prim_func
+def matmul_4(
+    A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32"), C: T.Buffer((4, 4), "float32")
+):
+    T.func_attr({"tir.noalias": True})
+    for i, j, k in T.grid(4, 4, 4):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+@pytest.mark.parametrize("target", ["python", "llvm"])
+def test_an_output_that_overlaps_another_argument_is_refused(target):
+    """Kernels assume tir.noalias: in place, C = A @ C would read what it has overwritten."""
+    lib = mlckit.build(matmul_4, target)
+    a = np.arange(16, dtype="float32").reshape(4, 4)
+    with pytest.raises(
+        VMError, match="argument 2 receives a result but shares memory with argument 0"
+    ):
+        lib["matmul_4"](a, np.eye(4, dtype="float32"), a)
+    np.testing.assert_array_equal(a, np.arange(16).reshape(4, 4))  # nothing was written
+    # The same array as two inputs is fine: neither is written.
+    out = np.empty((4, 4), "float32")
+    lib["matmul_4"](a, a, out)
+    np.testing.assert_allclose(out, a @ a)
+
+
+def test_a_strided_output_is_refused_instead_of_written_to_a_copy():
+    lib = mlckit.build(add_one, "llvm")
+    wide = np.zeros((4, 8), "float32")
+    with pytest.raises(VMError, match="argument 1 receives a result but is not C-contiguous"):
+        lib["add_one"](np.ones((4, 4), "float32"), wide[:, ::2])
+    # A strided input is copied, as before.
+    out = np.empty((4, 4), "float32")
+    lib["add_one"](wide[:, ::2], out)
+    np.testing.assert_array_equal(out, 1)

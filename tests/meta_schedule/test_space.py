@@ -168,7 +168,8 @@ def test_default_space_samples_are_valid_programs(name):
 
 
 def test_default_space_tiles_a_matmul_for_the_cpu():
-    sch = default_space("llvm").sample(matmul(), seed=0)
+    # 256^3 iterations: more than ALWAYS_PARALLEL_WORK, so the tiles always run in parallel.
+    sch = default_space("llvm").sample(matmul(256), seed=0)
     kinds = [inst.kind for inst in sch.trace]
     assert kinds.count("sample_perfect_tile") == 3  # i (3 levels), j beside the vector, k
     assert "sample_categorical" in kinds  # the vector width
@@ -176,6 +177,19 @@ def test_default_space_tiles_a_matmul_for_the_cpu():
         assert step in kinds
     text = sch.mod.script()
     assert "T.parallel" in text and "T.vectorized" in text
+
+
+def test_default_space_draws_serial_or_parallel_for_a_small_nest():
+    """Below ALWAYS_PARALLEL_WORK iterations, starting threads may cost more than they save:
+    both are drawn, and both compute the same result."""
+    func = matmul(32)
+    space = default_space("llvm")
+    parallel = set()
+    for seed in range(8):
+        sch = space.sample(func, seed)
+        check("matmul", func, sch)
+        parallel.add("T.parallel" in sch.mod.script())
+    assert parallel == {True, False}
 
 
 def test_default_space_draws_dot_products_for_a_dense_block():
