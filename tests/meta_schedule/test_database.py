@@ -103,3 +103,17 @@ def test_a_damaged_file_is_reported_with_its_line(tmp_path):
         handle.write('{"workload": "1", "trace": [\n')
     with pytest.raises(MLCError, match=r"tuning.json:6: not a tuning record"):
         JSONDatabase(path)
+
+
+def test_records_rank_by_the_median_of_their_repeats():
+    """One repeat slowed down by another process does not bury a program that is fast in the
+    other two (its mean, 3.7 ms, would rank it after a steady 2 ms)."""
+    func = matmul()
+    db = JSONDatabase()
+    key = db.commit_workload(func)
+    steady = TuningRecord(tiled(func, 0).trace.as_json(), [2e-3, 2e-3, 2e-3], key, "llvm")
+    unlucky = TuningRecord(tiled(func, 1).trace.as_json(), [9e-3, 1e-3, 1e-3], key, "llvm")
+    for record in (steady, unlucky):
+        db.commit_tuning_record(record)
+    assert db.get_top_k(func, "llvm", 2) == [unlucky, steady]
+    assert unlucky.median_secs() == 1e-3
