@@ -53,9 +53,8 @@ program of the space is rebuilt by replaying its trace on ``tir.Schedule(func)``
 
   Where the accumulator goes (CPU, GPU) and parallel or serial (CPU) are choices of
   structure, not trace decisions: like TVM's separate design spaces, a sample draws them, a
-  mutation keeps them. There is no unroll
-  choice: the code generator leaves unrolling to numba/LLVM (``sch.unroll`` only marks the
-  loop), so it would not change the program.
+  mutation keeps them. There is no unroll choice: the code generator leaves unrolling to
+  numba/LLVM (``sch.unroll`` only marks the loop), so it would not change the program.
 
 A drawn decision that makes a primitive fail is drawn again from another seed (up to
 ``MAX_SAMPLE_TRIES`` times). Handles in the traces come from ``get_block``/``get_loops``, so a
