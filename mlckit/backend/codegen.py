@@ -3,8 +3,7 @@
 A PrimFunc becomes one Python function with destination passing: buffers arrive as numpy
 arrays, symbolic shape variables are read off their shapes, blocks turn into plain code
 (iter vars bound to their loop values, ``T.init`` into ``if k == 0:``, ``T.where`` into an
-``if``, block allocations into ``aligned_empty``: ``np.empty`` on a 64-byte boundary), and
-loops stay loops. The same text runs under
+``if``, block allocations into ``np.empty``), and loops stay loops. The same text runs under
 CPython (target "python") and under ``numba.njit`` (target "llvm"), where ``parallel`` loops
 become ``prange``.
 """
@@ -38,7 +37,6 @@ RESERVED = frozenset(
         "bool",
         "truncdiv",
         "truncmod",
-        "aligned_empty",
         "NoAliasCompiler",
         "VMError",
         "len",
@@ -379,8 +377,7 @@ class PythonCodegen(PrimExprPrinter):
         shape = ", ".join(self.expr(s) for s in buffer.shape)
         if len(buffer.shape) == 1:
             shape += ","
-        self.helpers.add("aligned_empty")
-        self.emit(f"{name} = aligned_empty(({shape}), np.{buffer.dtype})")
+        self.emit(f"{name} = np.empty(({shape}), dtype=np.{buffer.dtype})")
 
     def match_buffer(self, buffer: Buffer, source: BufferRegion) -> None:
         if len(buffer.shape) != len(source.region):
@@ -416,8 +413,7 @@ class PythonCodegen(PrimExprPrinter):
     def stmt_Allocate(self, node: S.Allocate) -> None:
         name = self.names.get(node.buffer_var, node.buffer_var.name_hint)
         extents = ", ".join(self.expr(e) for e in node.extents)
-        self.helpers.add("aligned_empty")
-        self.emit(f"{name} = aligned_empty(({extents},), np.{node.dtype})")
+        self.emit(f"{name} = np.empty(({extents},), dtype=np.{node.dtype})")
         self.stmt(node.body)
 
 
@@ -435,17 +431,6 @@ HELPER_SOURCE: dict[str, str] = {
         "    return a - truncdiv(a, b) * b\n"
     ),
 }
-HELPER_SOURCE["aligned_empty"] = (
-    "def aligned_empty(shape, dtype):\n"
-    "    # A new array starting on a 64-byte cache line (numba's np.empty promises 32): a\n"
-    "    # vector loop over a buffer half a line off splits its loads and stores in two.\n"
-    "    count = 1\n"
-    "    for extent in shape:\n"
-    "        count *= extent\n"
-    "    raw = np.empty(count + 64, dtype)\n"
-    "    skip = (-raw.ctypes.data) % 64 // raw.itemsize\n"
-    "    return raw[skip : skip + count].reshape(shape)\n"
-)
 HELPER_DEPENDENCIES = {"truncmod": {"truncdiv"}}
 
 

@@ -137,7 +137,7 @@ def test_the_backend_allocates_the_tile_inside_the_loop() -> None:
     source = lib.get_source()
     lines = source.splitlines()
     j0 = next(n for n, line in enumerate(lines) if "for j0 in range(4):" in line)
-    alloc = next(n for n, line in enumerate(lines) if "C_local = aligned_empty((16, 16)" in line)
+    alloc = next(n for n, line in enumerate(lines) if "C_local = np.empty((16, 16)" in line)
     assert alloc == j0 + 1
     assert "for i0 in prange(4):" in source
 
