@@ -356,6 +356,42 @@ def test_statements_and_expressions():
     assert_structural_equal(from_source(f.script()), f)
 
 
+@pytest.mark.parametrize("with_init", [True, False])
+def test_a_python_condition_is_decided_when_parsed(with_init):
+    """As in TVM: `if flag:` on a Python bool keeps or drops its body (here a block's init),
+    it does not become a TensorIR `if`."""
+
+    @T.prim_func
+    def total(A: T.Buffer((4,), "float32"), B: T.Buffer((1,), "float32")):
+        for k in range(4):
+            with T.block("B"):
+                vk = T.axis.reduce(4, k)
+                if with_init:
+                    with T.init():
+                        B[0] = T.float32(0)
+                else:
+                    T.evaluate(0)
+                B[0] = B[0] + A[vk]
+
+    blocks = []
+    tir.stmt_functor.post_order_visit(
+        total.body, lambda n: blocks.append(n) if isinstance(n, tir.Block) else None
+    )
+    (block,) = [b for b in blocks if b.name_hint == "B"]
+    assert (block.init is not None) == with_init
+    printed = total.script()
+    assert "if " not in printed
+    assert ("T.evaluate(0)" in printed) != with_init  # the branch not taken is gone
+    assert_structural_equal(from_source(printed), total)
+
+
+def test_a_constant_tensorir_condition_prints_typed_and_round_trips():
+    branch = tir.IfThenElse(tir.const(True, "bool"), tir.Evaluate(tir.const(1, "int32")), None)
+    func = tir.PrimFunc([], branch)
+    assert "if T.bool(True):" in func.script()
+    assert_structural_equal(from_source(func.script()), func)
+
+
 def test_block_features():
     @T.prim_func
     def f(A: T.Buffer((8, 8), "float32"), C: T.Buffer((8,), "float32")):

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from mlckit.errors import MLCError
 from mlckit.ir.node import Span
 from mlckit.script import tir as T
@@ -773,8 +775,17 @@ class TIRParser(Parser):
         return begin, extent
 
     # ------------------------------------------------------------------ if
-    def visit_If(self, node: ast.If) -> Stmt:
+    def visit_If(self, node: ast.If) -> Stmt | None:
         cond = self.eval(node.test)
+        if isinstance(cond, (bool, np.bool_)):
+            # A Python condition (a flag of the enclosing code) is decided now, as in TVM: only
+            # the branch it picks is TensorIR, so a `with T.init():` under `if False:` is not.
+            branch = node.body if cond else node.orelse
+            if not branch:
+                return None
+            with self.vars.frame():
+                stmts = self.parse_stmts(branch)
+            return _seq(stmts) if stmts else None
         with self.guard(node.test):
             cond = convert(cond)
             if cond.dtype != "bool":

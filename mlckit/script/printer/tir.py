@@ -253,7 +253,8 @@ class TIRPrinter(PrinterBase):
         elif isinstance(s, ts.Block):
             self._block(s, None)
         elif isinstance(s, ts.IfThenElse):
-            emit(f"if {self.expr(s.condition)}:")
+            # T.bool(True), not True: a bare Python bool is decided when parsed.
+            emit(f"if {self.typed_value(s.condition, typed_ints=False)}:")
             with self.lines.indent():
                 self.stmt(s.then_case)
             if s.else_case is not None:
