@@ -230,3 +230,28 @@ def test_illegal_locations_raise_and_leave_the_schedule_unchanged():
         lambda: sch.reverse_compute_at(c, d_i),
         "reverse_compute_at: loop 'i' does not enclose block 'B', a producer of block 'C'",
     )
+
+
+def test_reverse_compute_at_refuses_a_strided_producer_tile():
+    """Rows i_0 * 8 + i_1 * 4 + i_2 for i_1 in 0..1, per i_2: every 4th row. The write-back
+    over their bounding box would copy the 3 rows between, never computed at that point."""
+    sch = tir.Schedule(mm_relu)
+    y = sch.get_block("Y")
+    i, j, k = sch.get_loops(y)
+    i0, i1, i2 = sch.split(i, [None, 2, 4])
+    sch.reorder(i0, i2, i1, j, k)
+    local = sch.cache_write(y, 0, "local")
+    _assert_fails(
+        sch,
+        lambda: sch.reverse_compute_at(local, i2),
+        "under loop 'i_2', the producer writes dimension 0 of buffer 'Y_local' with a stride "
+        "of 4 \\(loop 'i_1'\\)",
+    )
+    # Split the other way round, the tile is contiguous (rows i_0 * 8 + i_2 * 2 + i_1).
+    sch = tir.Schedule(mm_relu)
+    y = sch.get_block("Y")
+    i, j, k = sch.get_loops(y)
+    i0, i2, i1 = sch.split(i, [None, 4, 2])
+    local = sch.cache_write(y, 0, "local")
+    sch.reverse_compute_at(local, i2)
+    assert_same_numerics(mm_relu, sch.mod, [(128, 128)] * 3)

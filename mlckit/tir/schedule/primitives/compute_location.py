@@ -19,7 +19,7 @@ from ... import expr as E
 from ... import stmt as S
 from ...analysis import collect_vars
 from ...buffer import BufferRegion
-from ...stmt_functor import StmtExprMutator
+from ...stmt_functor import StmtExprMutator, substitute
 from ..schedule import BlockRV, LoopRV, Schedule, _path_to, _walk_until_block, primitive
 from .block_scope import insert_stmt, loop_range, relax_region, scope_block
 
@@ -133,6 +133,11 @@ def _move_under_loop(
         for loop in [*sch.loops_above(target), target]
         if S.is_thread_loop(loop, "threadIdx")
     }
+    # How many regions of each buffer the other side has: one alone must be dense (below).
+    other_regions: dict[int, list[BufferRegion]] = {}
+    for other in required:
+        for region in other.block.reads if forward else other.block.writes:
+            other_regions.setdefault(id(region.buffer), []).append(region)
     for other in required:
         bindings = dict(zip((iv.var for iv in other.block.iter_vars), other.iter_values))
         dom = {loop.loop_var: loop_range(loop) for loop in inner_loops[id(other)]}
@@ -141,6 +146,8 @@ def _move_under_loop(
                 continue
             if region.buffer.scope == "shared":
                 dom = {**block_threads, **dom}
+            if not forward and len(other_regions[id(region.buffer)]) == 1:
+                _check_dense(name, loop_name, region, bindings, dom, analyzer)
             relaxed = relax_region(region, bindings, dom, analyzer)
             bounds = [
                 (rng.min, analyzer.simplify(rng.min + rng.extent - 1)) for rng in relaxed.region
@@ -158,6 +165,56 @@ def _move_under_loop(
     edit_function(
         sch, {id(removal_root(sch, realize, kind)): lambda _: [], id(target): insert}, kind
     )
+
+
+def _check_dense(
+    block_name: str,
+    loop_name: str,
+    region: BufferRegion,
+    bindings: dict[E.Var, E.PrimExpr],
+    dom: dict[E.Var, E.Range],
+    analyzer: Analyzer,
+) -> None:
+    """Refuse a producer region with holes: reverse_compute_at runs the consumer over the
+    bounding box of what the producer writes per iteration, so where the producer writes
+    every 4th row, the consumer would also copy the 3 rows between, which it never computed.
+
+    Only a dimension that is affine in loops no other dimension uses is judged (a fused index
+    split by floordiv/floormod is left alone): sorted by stride, each loop must step by at
+    most one more than the span of the loops before it.
+    """
+    seen: set[int] = set()
+    for dim, rng in enumerate(substitute(region, dict(bindings)).region):
+        loops = [v for v in collect_vars(rng.min) if v in dom and not _is_unit(dom[v])]
+        if not loops or not E.is_const_int(rng.extent, 1):
+            continue
+        if any(id(v) in seen for v in loops):
+            return
+        seen.update(id(v) for v in loops)
+        strides = []
+        for var in loops:
+            step = analyzer.simplify(substitute(rng.min, {var: var + 1}) - rng.min)
+            extent = analyzer.simplify(dom[var].extent)
+            if not (isinstance(step, E.IntImm) and isinstance(extent, E.IntImm)):
+                break
+            strides.append((abs(step.value), extent.value, var))
+        else:
+            span = 0
+            for stride, extent, var in sorted(strides, key=lambda t: t[0]):
+                if stride > span + 1:
+                    raise ScheduleError(
+                        f"reverse_compute_at: under loop {loop_name}, the producer writes "
+                        f"dimension {dim} of buffer {region.buffer.name!r} with a stride of "
+                        f"{stride} (loop {var.name_hint!r}), leaving holes that block "
+                        f"{block_name} would copy without their values; make the loops "
+                        "inside the target loop cover a contiguous tile (e.g. split the "
+                        "other way round) or pick an outer loop"
+                    )
+                span += stride * (extent - 1)
+
+
+def _is_unit(rng: E.Range) -> bool:
+    return E.is_const_int(rng.extent, 1)
 
 
 def _insertion_point(
