@@ -12,8 +12,19 @@ from . import transform as T
 
 
 def _zero(target: Target) -> list[transform.Pass]:
-    # Lower every operator to TensorIR, then fuse: the passes of TVM's "zero" pipeline.
-    return [T.LegalizeOps(), T.AnnotateTIROpPattern(), T.FoldConstant(), T.FuseOps(), T.FuseTIR()]
+    # Lower every operator to TensorIR, then fuse: the passes of TVM's "zero" pipeline. A
+    # tuple that legalization builds and nobody reads (batch_norm's moving statistics)
+    # would hold on to its fields and keep them from fusing with their consumers, so the
+    # trivial bindings and dead code go first.
+    return [
+        T.LegalizeOps(),
+        T.AnnotateTIROpPattern(),
+        T.FoldConstant(),
+        T.CanonicalizeBindings(),
+        T.DeadCodeElimination(),
+        T.FuseOps(),
+        T.FuseTIR(),
+    ]
 
 
 def _default(target: Target) -> list[transform.Pass]:
