@@ -13,7 +13,7 @@ candidates, learn which are fast, and keep the best.
 """
 
 from .cost_model import CostModel
-from .database import JSONDatabase, TuningRecord, workload_hash
+from .database import JSONDatabase, TuningRecord, merge_measurements, workload_hash
 from .features import extract_features
 from .measure import Builder, MeasureResult, Runner, TuneError, measure, the_prim_func
 from .relax_integration import extract_tasks, tune_relax
@@ -46,6 +46,7 @@ __all__ = [
     "extract_features",
     "extract_tasks",
     "measure",
+    "merge_measurements",
     "mutate",
     "plot_tuning_curves",
     "the_prim_func",

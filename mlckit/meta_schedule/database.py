@@ -12,13 +12,15 @@ line being written):
   says which function each record is about;
 * ``{"workload": "<hash>", "target": "llvm", "trace": [...], "run_secs": [...]}`` per record,
   with the trace as :meth:`mlckit.tir.schedule.trace.Trace.as_json` writes it and ``run_secs``
-  ``null`` for a candidate that failed.
+  ``null`` for a candidate that failed. A program measured again gets another such line;
+  the database counts all the repeats of a program together (:func:`merge_measurements`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,6 +68,22 @@ class TuningRecord:
     @staticmethod
     def from_json(data: dict[str, Any]) -> TuningRecord:
         return TuningRecord(data["trace"], data["run_secs"], data["workload"], data["target"])
+
+
+def merge_measurements(records: Sequence[TuningRecord]) -> list[TuningRecord]:
+    """One record per program (workload, target and trace): a program measured again (see
+    ``tune_tir``'s ``remeasure_top_k``) counts with all its repeats, in first-seen order. A
+    failed measurement is dropped where another one of the program succeeded."""
+    merged: dict[str, TuningRecord] = {}
+    for record in records:
+        key = json.dumps([record.workload_hash, record.target, record.trace], sort_keys=True)
+        seen = merged.get(key)
+        if seen is None:
+            merged[key] = record
+        elif record.run_secs:
+            run_secs = [*(seen.run_secs or []), *record.run_secs]
+            merged[key] = TuningRecord(seen.trace, run_secs, seen.workload_hash, seen.target)
+    return list(merged.values())
 
 
 class JSONDatabase:
@@ -135,12 +153,13 @@ class JSONDatabase:
     def get_top_k(
         self, func_or_mod: PrimFunc | IRModule, target: Any, k: int
     ) -> list[TuningRecord]:
-        """The ``k`` fastest records of this workload on ``target``, fastest first (failed
-        candidates are left out)."""
+        """The ``k`` fastest programs of this workload on ``target``, fastest first (failed
+        candidates are left out; a program measured more than once is one record with all its
+        repeats)."""
         key, wanted = workload_hash(func_or_mod), Target(target)
         found = [
             r
-            for r in self._records
+            for r in merge_measurements(self._records)
             if r.workload_hash == key and r.run_secs and Target(r.target) == wanted
         ]
         return sorted(found, key=TuningRecord.median_secs)[:k]
@@ -160,4 +179,4 @@ class JSONDatabase:
         return f"<JSONDatabase {where}: {len(self._workloads)} workloads, {len(self)} records>"
 
 
-__all__ = ["JSONDatabase", "TuningRecord", "workload_hash"]
+__all__ = ["JSONDatabase", "TuningRecord", "merge_measurements", "workload_hash"]

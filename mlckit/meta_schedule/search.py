@@ -133,7 +133,7 @@ class EvolutionarySearch(RandomSearch):
         self.cost_model.update([s.mod["main"] for s in batch], results)
         for sch, result in zip(batch, results):
             if result.run_secs:
-                self.measured.append((sum(result.run_secs) / len(result.run_secs), sch))
+                self.measured.append((result.median_secs(), sch))
         self.measured.sort(key=lambda pair: pair[0])
 
     def _propose(self, count: int) -> list[Schedule]:

@@ -9,7 +9,8 @@ Each iteration asks the strategy for ``num_trials_per_iter`` new programs, build
 parallel, times them one at a time, stores every result in the database (failures too, so a
 broken candidate is skipped, never retried), and tells the strategy, whose cost model learns
 from it. Records already in the database for this function and target are loaded first: a
-second run resumes where the first stopped instead of measuring the same programs again.
+second run resumes where the first stopped instead of measuring the same programs again. At the
+end, the few fastest programs are measured again, side by side, before one is called the best.
 """
 
 from __future__ import annotations
@@ -25,11 +26,22 @@ from mlckit.tir import expr as E
 from mlckit.tir import stmt as S
 from mlckit.tir.schedule import Trace
 
-from .database import JSONDatabase, TuningRecord
+from .database import JSONDatabase, TuningRecord, merge_measurements
 from .features import float_ops
-from .measure import Builder, Runner, TuneError, measure, the_prim_func
+from .measure import (
+    Builder,
+    BuildResult,
+    Runner,
+    TuneError,
+    args_info_of,
+    measure,
+    the_prim_func,
+)
 from .search import EvolutionarySearch, RandomSearch
 from .space import ScheduleFnSpace, SearchSpace, default_space
+
+# How many more times ``tune_tir`` measures its fastest programs before the database picks one.
+REMEASURE_ROUNDS = 3
 
 
 def estimate_flops(func: PrimFunc) -> float:
@@ -87,6 +99,7 @@ def tune_tir(
     builder: Builder | None = None,
     runner: Runner | None = None,
     progress: bool = True,
+    remeasure_top_k: int = 4,
 ) -> list[TuningRecord]:
     """Tune one PrimFunc for ``target`` with at most ``max_trials`` measurements.
 
@@ -95,6 +108,12 @@ def tune_tir(
     ...), a :class:`SearchSpace`, or None for the default space of the target. Returns the
     records of the programs measured by this run, in the order they were measured; every one
     is also committed to ``database``.
+
+    When the trials are done, the ``remeasure_top_k`` fastest programs of the database are
+    measured ``REMEASURE_ROUNDS`` more times, in turn, and the database ranks each with all
+    its repeats. A trial is one short measurement on a shared machine, and the fastest of many
+    noisy measurements is often one that was lucky; measured again, beside its rivals, it
+    shows what it is worth. These measurements are not trials (nor in the returned records).
     """
     func = the_prim_func(mod)
     target = Target(target)
@@ -111,7 +130,7 @@ def tune_tir(
     whash = database.commit_workload(func)
     earlier = [
         r
-        for r in database.get_all_tuning_records()
+        for r in merge_measurements(database.get_all_tuning_records())
         if r.workload_hash == whash and r.target == str(target)
     ]
     search.resume(earlier, [_replay(r, func) for r in earlier])
@@ -141,10 +160,35 @@ def tune_tir(
                 bar.update(len(batch))
                 if math.isfinite(best):
                     bar.set_postfix_str(f"best {flops / best / 1e9:.1f} GFLOP/s")
+        _remeasure(database, func, target, whash, remeasure_top_k, runner)
     finally:
         if bar is not None:
             bar.close()
     return records
+
+
+def _remeasure(
+    database: JSONDatabase,
+    func: PrimFunc,
+    target: Target,
+    whash: str,
+    top_k: int,
+    runner: Runner,
+) -> None:
+    """Measure the ``top_k`` fastest programs of ``func`` again, ``REMEASURE_ROUNDS`` times in
+    turn (so that a slow spell of the machine falls on all of them), into ``database``."""
+    leaders = database.get_top_k(func, target, top_k) if top_k > 0 else []
+    if len(leaders) < 2:
+        return  # nothing to choose between
+    programs = [_replay(record, func).mod["main"] for record in leaders]
+    # They built before: the runner loads them from the kernel cache.
+    builds = [BuildResult(program.script()) for program in programs]
+    args_info = args_info_of(func)
+    for _ in range(REMEASURE_ROUNDS):
+        for record, result in zip(leaders, runner.run(builds, target, args_info)):
+            if result.run_secs:
+                again = TuningRecord(record.trace, result.run_secs, whash, str(target))
+                database.commit_tuning_record(again)
 
 
 def _progress_bar(total: int, func: PrimFunc, enabled: bool) -> Any:

@@ -117,3 +117,22 @@ def test_records_rank_by_the_median_of_their_repeats():
         db.commit_tuning_record(record)
     assert db.get_top_k(func, "llvm", 2) == [unlucky, steady]
     assert unlucky.median_secs() == 1e-3
+
+
+def test_a_program_measured_again_is_ranked_with_all_its_repeats():
+    func = matmul()
+    sch = tir.Schedule(func)
+    trace = sch.trace.as_json()
+    other = tir.Schedule(func)
+    other.split(other.get_loops(other.get_block("C"))[1], [None, 4])
+    key = workload_hash(func)
+    db = JSONDatabase(None)
+    db.commit_workload(func)
+    # Lucky once (1 s), then 3 s twice: the median of the three is 3 s, slower than 2 s.
+    db.commit_tuning_record(TuningRecord(trace, [1.0], key, "llvm"))
+    db.commit_tuning_record(TuningRecord(other.trace.as_json(), [2.0], key, "llvm"))
+    db.commit_tuning_record(TuningRecord(trace, [3.0, 3.0], key, "llvm"))
+    db.commit_tuning_record(TuningRecord(trace, None, key, "llvm"))  # a failed re-run
+    top = db.get_top_k(func, "llvm", 5)
+    assert [r.run_secs for r in top] == [[2.0], [1.0, 3.0, 3.0]]
+    assert len(db) == 4

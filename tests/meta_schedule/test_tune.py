@@ -64,7 +64,24 @@ def test_each_trial_is_a_distinct_measured_program(measuring, strategy):
     programs = [ms.tune._replay(r, matmul()).mod for r in records]
     for a in range(len(programs)):
         assert not any(structural_equal(programs[a], programs[b]) for b in range(a))
-    assert len(db.get_all_tuning_records()) == 5
+    # The 4 fastest were measured again, 3 times each; the database counts 5 programs.
+    stored = db.get_all_tuning_records()
+    assert len(stored) == 5 + 4 * ms.tune.REMEASURE_ROUNDS
+    assert len(ms.merge_measurements(stored)) == 5
+
+
+def test_the_fastest_programs_are_measured_again_and_ranked_with_all_their_repeats(measuring):
+    db = ms.JSONDatabase(None)
+    records = tune(split_j, measuring, database=db, max_trials=5, remeasure_top_k=2)
+    again = db.get_all_tuning_records()[len(records) :]
+    assert len(again) == 2 * ms.tune.REMEASURE_ROUNDS
+    first_two = [r.trace for r in sorted(records, key=lambda r: r.median_secs())[:2]]
+    assert all(r.trace in first_two for r in again)
+    best = db.get_top_k(matmul(), "llvm", 1)[0]
+    assert len(best.run_secs) == 1 + ms.tune.REMEASURE_ROUNDS  # runner: repeat=1
+    quiet = ms.JSONDatabase(None)
+    tune(split_j, measuring, database=quiet, max_trials=5, remeasure_top_k=0)
+    assert len(quiet) == 5
 
 
 def test_a_failing_candidate_is_recorded_and_skipped(measuring):
