@@ -14,7 +14,8 @@ on a 512x512x512 float32 matmul, and the FashionMNIST MLP with its kernels tuned
   the course tunes it, and 64) from high-level operators (weights as constants), through the
   "zero" pipeline (legalize, fuse) and dead code elimination: two kernels, each tuned with
   ``MLP_TRIALS_PER_KERNEL`` trials by ``tune_relax`` in the default space (whose first trial is
-  the default schedule's program), put back with ``MetaScheduleApplyDatabase`` and built.
+  the default schedule's program; the four fastest are measured again before one is chosen),
+  put back with ``MetaScheduleApplyDatabase`` and built.
   Checked: the same predictions as numpy on real images. Reported: the latency of the untuned
   build (``relax.build``'s default CPU schedule) and of the tuned one, timed in alternation;
   goal: tuned faster.
@@ -191,9 +192,9 @@ def mlp_batch_rows(batch: int) -> list[dict[str, Any]]:
             progress=False,
         )
     # Both builds are compiled in another process and loaded here from the kernel cache, as a
-    # later run of the model would. numba runs a parallel kernel it compiled in this very
-    # process up to 2x slower than the same kernel loaded from its cache (numba issue #10617):
-    # timed as built here, whichever build compiled here would lose.
+    # later run of the model would, so that neither is timed as freshly compiled code and the
+    # other as cached code: on one machine, numba ran a parallel kernel it had just compiled
+    # up to 2x slower than the same kernel loaded from its cache (numba issue #10617).
     spawn = multiprocessing.get_context("spawn")
     with cf.ProcessPoolExecutor(1, mp_context=spawn) as pool:
         pool.submit(build_both, batch, database_path).result()

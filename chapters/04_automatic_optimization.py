@@ -232,8 +232,15 @@ print(best_sch.trace)
 # `ms.tune_tir(mod, target, max_trials=..., space=...)` searches `mod`'s single PrimFunc. Its
 # `space` is our stochastic schedule function, as in the course. Every measured program goes
 # into a **database** (`ms.JSONDatabase`): a file of JSON lines, one *tuning record* per
-# program (its trace, its times, which function and target it belongs to), which a later run
-# reads back to resume instead of measuring the same programs again.
+# measurement (a program's trace, its times, which function and target it belongs to), which
+# a later run reads back to resume instead of measuring the same programs again.
+#
+# Each trial is one short measurement, and on a busy machine the fastest of many short
+# measurements is often a lucky one. So when the trials are done, `tune_tir` measures the four
+# fastest programs three more times each, in turn (a slow spell of the machine falls on all of
+# them), and the database ranks each program by the median of all its repeats. These extra
+# measurements are not trials: they add records to the database, not to what `tune_tir`
+# returns (`remeasure_top_k=0` turns them off).
 #
 # Candidates are built by a `ms.Builder`, several at once in worker processes (numba compiles
 # each kernel; that is most of the cost of a trial), and timed by a `ms.Runner`, one at a
