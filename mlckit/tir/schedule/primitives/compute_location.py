@@ -179,18 +179,14 @@ def _check_dense(
     bounding box of what the producer writes per iteration, so where the producer writes
     every 4th row, the consumer would also copy the 3 rows between, which it never computed.
 
-    Only a dimension that is affine in loops no other dimension uses is judged (a fused index
-    split by floordiv/floormod is left alone): sorted by stride, each loop must step by at
-    most one more than the span of the loops before it.
+    A hole in the values one dimension's index takes is a hole in the box. Only an index
+    affine in the loops is judged (one through floordiv/floormod is left alone): sorted by
+    stride, each loop must step by at most one more than the span of the loops before it.
     """
-    seen: set[int] = set()
     for dim, rng in enumerate(substitute(region, dict(bindings)).region):
         loops = [v for v in collect_vars(rng.min) if v in dom and not _is_unit(dom[v])]
         if not loops or not E.is_const_int(rng.extent, 1):
             continue
-        if any(id(v) in seen for v in loops):
-            return
-        seen.update(id(v) for v in loops)
         strides = []
         for var in loops:
             step = analyzer.simplify(substitute(rng.min, {var: var + 1}) - rng.min)
