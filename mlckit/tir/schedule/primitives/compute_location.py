@@ -9,6 +9,7 @@ the producers write). They are one mechanism, :func:`_move_under_loop`, seen fro
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast
 
@@ -133,11 +134,8 @@ def _move_under_loop(
         for loop in [*sch.loops_above(target), target]
         if S.is_thread_loop(loop, "threadIdx")
     }
-    # How many regions of each buffer the other side has: one alone must be dense (below).
-    other_regions: dict[int, list[BufferRegion]] = {}
-    for other in required:
-        for region in other.block.reads if forward else other.block.writes:
-            other_regions.setdefault(id(region.buffer), []).append(region)
+    # How many producer regions write each buffer: one alone must have no holes (below).
+    writers = Counter(id(r.buffer) for other in required for r in other.block.writes)
     for other in required:
         bindings = dict(zip((iv.var for iv in other.block.iter_vars), other.iter_values))
         dom = {loop.loop_var: loop_range(loop) for loop in inner_loops[id(other)]}
@@ -146,7 +144,7 @@ def _move_under_loop(
                 continue
             if region.buffer.scope == "shared":
                 dom = {**block_threads, **dom}
-            if not forward and len(other_regions[id(region.buffer)]) == 1:
+            if not forward and writers[id(region.buffer)] == 1:
                 _check_dense(name, loop_name, region, bindings, dom, analyzer)
             relaxed = relax_region(region, bindings, dom, analyzer)
             bounds = [
@@ -184,33 +182,36 @@ def _check_dense(
     stride, each loop must step by at most one more than the span of the loops before it.
     """
     for dim, rng in enumerate(substitute(region, dict(bindings)).region):
-        loops = [v for v in collect_vars(rng.min) if v in dom and not _is_unit(dom[v])]
-        if not loops or not E.is_const_int(rng.extent, 1):
+        strides = _affine_strides(rng, dom, analyzer) if E.is_const_int(rng.extent, 1) else None
+        span = 0
+        for stride, extent, var in sorted(strides or [], key=lambda t: t[0]):
+            if stride > span + 1:
+                raise ScheduleError(
+                    f"reverse_compute_at: under loop {loop_name}, the producer writes "
+                    f"dimension {dim} of buffer {region.buffer.name!r} with a stride of "
+                    f"{stride} (loop {var.name_hint!r}), leaving holes that block "
+                    f"{block_name} would copy without their values; make the loops inside "
+                    "the target loop cover a contiguous tile (e.g. split the other way "
+                    "round) or pick an outer loop"
+                )
+            span += stride * (extent - 1)
+
+
+def _affine_strides(
+    rng: E.Range, dom: dict[E.Var, E.Range], analyzer: Analyzer
+) -> list[tuple[int, int, E.Var]] | None:
+    """(|stride|, extent, loop) of each loop of ``dom`` the index ``rng.min`` moves with, or
+    None when the index is not affine in them with constant strides and extents."""
+    strides = []
+    for var in collect_vars(rng.min):
+        if var not in dom or E.is_const_int(dom[var].extent, 1):
             continue
-        strides = []
-        for var in loops:
-            step = analyzer.simplify(substitute(rng.min, {var: var + 1}) - rng.min)
-            extent = analyzer.simplify(dom[var].extent)
-            if not (isinstance(step, E.IntImm) and isinstance(extent, E.IntImm)):
-                break
-            strides.append((abs(step.value), extent.value, var))
-        else:
-            span = 0
-            for stride, extent, var in sorted(strides, key=lambda t: t[0]):
-                if stride > span + 1:
-                    raise ScheduleError(
-                        f"reverse_compute_at: under loop {loop_name}, the producer writes "
-                        f"dimension {dim} of buffer {region.buffer.name!r} with a stride of "
-                        f"{stride} (loop {var.name_hint!r}), leaving holes that block "
-                        f"{block_name} would copy without their values; make the loops "
-                        "inside the target loop cover a contiguous tile (e.g. split the "
-                        "other way round) or pick an outer loop"
-                    )
-                span += stride * (extent - 1)
-
-
-def _is_unit(rng: E.Range) -> bool:
-    return E.is_const_int(rng.extent, 1)
+        step = analyzer.simplify(substitute(rng.min, {var: var + 1}) - rng.min)
+        extent = analyzer.simplify(dom[var].extent)
+        if not (isinstance(step, E.IntImm) and isinstance(extent, E.IntImm)):
+            return None
+        strides.append((abs(step.value), extent.value, var))
+    return strides
 
 
 def _insertion_point(
