@@ -201,3 +201,48 @@ def test_a_noalias_function_is_compiled_with_noalias_buffers():
     c = np.empty((8, 4), "float32")
     lib["mm_relu"](a, b, c)
     np.testing.assert_allclose(c, np.maximum(a @ b, 0), rtol=1e-5, atol=1e-5)
+
+
+def _slp_settings_while_building(monkeypatch, tmp_path) -> list[bool]:
+    """The SLP-vectorizer setting of each LLVM pipeline numba builds while compiling a fresh
+    kernel (a name of its own and an empty kernel cache, so that it really compiles)."""
+    import uuid
+
+    import numba.core.codegen
+
+    from mlckit.ir import IRModule
+
+    monkeypatch.setenv("MLCKIT_CACHE_DIR", str(tmp_path))
+    seen: list[bool] = []
+    build_pipeline = numba.core.codegen.create_pass_builder
+
+    def recording(*args, slp_vectorize=False, **kwargs):
+        seen.append(bool(slp_vectorize))
+        return build_pipeline(*args, slp_vectorize=slp_vectorize, **kwargs)
+
+    monkeypatch.setattr(numba.core.codegen, "create_pass_builder", recording)
+    name = f"mm_relu_{uuid.uuid4().hex[:8]}"
+    lib = mlckit.build(IRModule({name: mm_relu}), "llvm")
+    a = np.random.default_rng(1).standard_normal((8, 16)).astype("float32")
+    b = np.random.default_rng(2).standard_normal((16, 4)).astype("float32")
+    c = np.empty((8, 4), "float32")
+    lib[name](a, b, c)
+    np.testing.assert_allclose(c, np.maximum(a @ b, 0), rtol=1e-5, atol=1e-5)
+    return seen
+
+
+def test_kernels_are_compiled_with_the_slp_vectorizer(monkeypatch, tmp_path):
+    """numba leaves LLVM's SLP vectorizer off; without it a short vector loop that LLVM unrolls
+    fully stays scalar, so mlckit turns it on for its own kernels, and only while they compile."""
+    from numba.core import config
+
+    monkeypatch.delenv("NUMBA_SLP_VECTORIZE", raising=False)
+    before = config.SLP_VECTORIZE
+    assert True in _slp_settings_while_building(monkeypatch, tmp_path)
+    assert before == config.SLP_VECTORIZE
+
+
+def test_numba_slp_vectorize_in_the_environment_wins(monkeypatch, tmp_path):
+    monkeypatch.setenv("NUMBA_SLP_VECTORIZE", "0")
+    seen = _slp_settings_while_building(monkeypatch, tmp_path)
+    assert seen and True not in seen
