@@ -17,7 +17,7 @@ import os
 import sys
 import tempfile
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,8 +30,9 @@ from mlckit.tir.stmt_functor import post_order_visit
 from mlckit.tir.transform import lower_prim_func
 
 from .codegen import HELPER_DEPENDENCIES, HELPER_SOURCE, GeneratedFunction, generate_function
+from .llvm_options import kernel_compilation
 
-CODEGEN_VERSION = "3"
+CODEGEN_VERSION = "4"
 
 _NUMBA_DTYPES = {"bool": "boolean"}
 
@@ -132,6 +133,10 @@ def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, Gener
             # Reordering float additions is what vectorizes a reduction; NaN and infinity keep
             # their IEEE meaning (no "nnan"/"ninf").
             options.append('fastmath={"reassoc", "contract", "nsz", "arcp"}')
+        else:
+            # A multiply and the add that uses it may become one fused multiply-add (one
+            # rounding instead of two), as in TVM, whose LLVM target sets FPOpFusion::Fast.
+            options.append('fastmath={"contract"}')
         if noalias:
             # tir.noalias: the buffers never overlap, so LLVM may keep values in registers and
             # vectorize loops outside prange too (see mlckit/backend/noalias.py).
@@ -177,7 +182,7 @@ def compile_kernel(func: PrimFunc, name: str, target: Target) -> Kernel:
     if target.kind == "python":
         return Kernel(name, source, target, _exec_in_memory(source, generated.name), generated)
     path = _cached_file(source, target)
-    with _slp_vectorizer(target.kind == "llvm"):
+    with kernel_compilation() if target.kind == "llvm" else contextlib.nullcontext():
         module = _import_kernel_module(path, name)
     return Kernel(name, source, target, getattr(module, generated.name), generated, path)
 
@@ -189,29 +194,6 @@ def _exec_in_memory(source: str, name: str) -> Callable[..., Any]:
     namespace: dict[str, Any] = {}
     exec(compile(source, filename, "exec"), namespace)
     return namespace[name]
-
-
-@contextlib.contextmanager
-def _slp_vectorizer(wanted: bool) -> Iterator[None]:
-    """LLVM's SLP vectorizer on while numba compiles a kernel.
-
-    numba leaves it off (numba PR #8852: it miscompiled code with the LLVM of 2023), but a
-    kernel needs it wherever LLVM unrolls a short vector loop fully before its loop vectorizer
-    runs: the unrolled statements stay scalar. The median of 64 random schedules of a 512^3
-    matmul (``default_space``) went from 11 to 40 GFLOP/s with it; the fastest stayed at 70-90.
-    ``NUMBA_SLP_VECTORIZE`` set in the environment wins.
-    """
-    from numba.core import config
-
-    if not wanted or "NUMBA_SLP_VECTORIZE" in os.environ:
-        yield
-        return
-    saved = config.SLP_VECTORIZE
-    config.SLP_VECTORIZE = 1
-    try:
-        yield
-    finally:
-        config.SLP_VECTORIZE = saved
 
 
 def _cache_key(source: str, target: Target) -> str:

@@ -75,7 +75,8 @@ def test_matmul_rule() -> None:
     assert "prange(" in text and "# vectorized" in text
     # The accumulator tile (cache_write + buffer compaction): 16 rows by 64 columns.
     assert "C_local = np.empty((16, 64), dtype=np.float32)" in text
-    assert "fastmath" not in text
+    # The sum keeps its order: no "fastmath" annotation, only fused multiply-adds.
+    assert not wants_fastmath(func) and "reassoc" not in text
 
 
 def test_dense_rule_uses_fastmath_dot_products() -> None:
