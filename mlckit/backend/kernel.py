@@ -32,7 +32,7 @@ from mlckit.tir.transform import lower_prim_func
 from .codegen import HELPER_DEPENDENCIES, HELPER_SOURCE, GeneratedFunction, generate_function
 from .llvm_options import kernel_compilation
 
-CODEGEN_VERSION = "4"
+CODEGEN_VERSION = "5"
 
 _NUMBA_DTYPES = {"bool": "boolean"}
 
