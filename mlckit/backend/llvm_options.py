@@ -18,7 +18,9 @@ the same program compiled with numba's defaults:
 
 Both are settings of numba's one code generator, which every numba function in the process
 shares, so they hold only while a kernel compiles, under numba's compiler lock. A kernel
-loaded from numba's cache was compiled with them.
+loaded from numba's cache was compiled with them. (Fused multiply-adds, the third difference
+from numba's defaults, are a per-function option: ``kernel_source`` writes it into the
+``@njit`` line.)
 """
 
 from __future__ import annotations

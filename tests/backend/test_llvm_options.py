@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import mlckit
-from mlckit import te, tir
+from mlckit import te, tir, topi
 from mlckit.backend import llvm_options
 from mlckit.ir import IRModule
 from mlckit.tir import PrimFunc
@@ -21,20 +21,17 @@ x86_only = pytest.mark.skipif(
 )
 
 
-def _matmul(n: int = 64) -> tuple[te.Tensor, te.Tensor, PrimFunc]:
+def _matmul(n: int = 64) -> PrimFunc:
     a = te.placeholder((n, n), "float32", name="A")
     b = te.placeholder((n, n), "float32", name="B")
-    k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
-    return a, b, te.create_prim_func([a, b, c])
+    return te.create_prim_func([a, b, topi.matmul(a, b)])
 
 
 def _accumulator_tile_under_k() -> PrimFunc:
     """A 4x32 accumulator tile whose rows sit inside the reduction loop: after LLVM unrolls the
     vector loop, its loop vectorizer would vectorize the row loop with gathers and scatters."""
-    _, _, func = _matmul()
-    sch = tir.Schedule(func)
-    block = sch.get_block("C")
+    sch = tir.Schedule(_matmul())
+    block = sch.get_block("T_matmul")
     i, j, k = sch.get_loops(block)
     i0, i1, i2 = sch.split(i, [2, 8, 4])
     j0, j1 = sch.split(j, [2, 32])
@@ -73,7 +70,7 @@ def _slp_settings_while_building(monkeypatch, tmp_path) -> list[bool]:
         return build_pipeline(*args, slp_vectorize=slp_vectorize, **kwargs)
 
     monkeypatch.setattr(numba.core.codegen, "create_pass_builder", recording)
-    _build_fresh(_matmul()[2], monkeypatch, tmp_path)
+    _build_fresh(_matmul(), monkeypatch, tmp_path)
     return seen
 
 
@@ -123,6 +120,5 @@ def test_numbas_own_target_machine_vectorizes_that_tile_with_scatters(monkeypatc
 def test_kernels_may_fuse_multiply_and_add():
     """As TVM's LLVM target (FPOpFusion::Fast): a kernel's float multiply and add may become a
     fused multiply-add."""
-    _, _, func = _matmul()
-    source = mlckit.build(func, "llvm").source("main")
+    source = mlckit.build(_matmul(), "llvm").source("main")
     assert 'fastmath={"contract"}' in source
