@@ -239,9 +239,11 @@ print(best_sch.trace)
 # Each trial is one short measurement, and on a busy machine the fastest of many short
 # measurements is often a lucky one. So when the trials are done, `tune_tir` measures the four
 # fastest programs three more times each, in turn (a slow spell of the machine falls on all of
-# them), and the database ranks each program by the median of all its repeats. These extra
-# measurements are not trials: they add records to the database, not to what `tune_tir`
-# returns (`remeasure_top_k=0` turns them off).
+# them), and the database ranks each program by the median of all its repeats. If that lets
+# a program measured only once into the top four, the new top four are measured again too:
+# the winner is never one lucky measurement. These extra measurements are not trials: they
+# add records to the database, not to what `tune_tir` returns (`remeasure_top_k=0` turns them
+# off).
 #
 # Candidates are built by a `ms.Builder`, several at once in worker processes (numba compiles
 # each kernel; that is most of the cost of a trial), and timed by a `ms.Runner`, one at a

@@ -15,6 +15,7 @@ end, the few fastest programs are measured again, side by side, before one is ca
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -111,7 +112,8 @@ def tune_tir(
 
     When the trials are done, the ``remeasure_top_k`` fastest programs of the database are
     measured ``REMEASURE_ROUNDS`` more times, in turn, and the database ranks each with all
-    its repeats. A trial is one short measurement on a shared machine, and the fastest of many
+    its repeats (again, until the ``remeasure_top_k`` fastest are all programs measured
+    again). A trial is one short measurement on a shared machine, and the fastest of many
     noisy measurements is often one that was lucky; measured again, beside its rivals, it
     shows what it is worth. These measurements are not trials (nor in the returned records).
     """
@@ -176,19 +178,26 @@ def _remeasure(
     runner: Runner,
 ) -> None:
     """Measure the ``top_k`` fastest programs of ``func`` again, ``REMEASURE_ROUNDS`` times in
-    turn (so that a slow spell of the machine falls on all of them), into ``database``."""
-    leaders = database.get_top_k(func, target, top_k) if top_k > 0 else []
-    if len(leaders) < 2:
-        return  # nothing to choose between
-    programs = [_replay(record, func).mod["main"] for record in leaders]
-    # They built before: the runner loads them from the kernel cache.
-    builds = [BuildResult(program.script()) for program in programs]
-    args_info = args_info_of(func)
-    for _ in range(REMEASURE_ROUNDS):
-        for record, result in zip(leaders, runner.run(builds, target, args_info)):
-            if result.run_secs:
-                again = TuningRecord(record.trace, result.run_secs, whash, str(target))
-                database.commit_tuning_record(again)
+    turn (so that a slow spell of the machine falls on all of them), into ``database``. A
+    program measured again may turn out slower than one measured once that it beat; then the
+    new leaders are measured again, until every one of the ``top_k`` has been: the best is
+    never a single lucky measurement ranked above the medians of its rivals."""
+    measured_again: set[str] = set()
+    while top_k > 0:
+        leaders = database.get_top_k(func, target, top_k)
+        keys = [json.dumps(record.trace, sort_keys=True) for record in leaders]
+        if len(leaders) < 2 or measured_again.issuperset(keys):
+            return  # nothing to choose between, or nothing left to check
+        measured_again.update(keys)
+        programs = [_replay(record, func).mod["main"] for record in leaders]
+        # They built before: the runner loads them from the kernel cache.
+        builds = [BuildResult(program.script()) for program in programs]
+        args_info = args_info_of(func)
+        for _ in range(REMEASURE_ROUNDS):
+            for record, result in zip(leaders, runner.run(builds, target, args_info)):
+                if result.run_secs:
+                    again = TuningRecord(record.trace, result.run_secs, whash, str(target))
+                    database.commit_tuning_record(again)
 
 
 def _progress_bar(total: int, func: PrimFunc, enabled: bool) -> Any:

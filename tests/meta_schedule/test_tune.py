@@ -64,9 +64,11 @@ def test_each_trial_is_a_distinct_measured_program(measuring, strategy):
     programs = [ms.tune._replay(r, matmul()).mod for r in records]
     for a in range(len(programs)):
         assert not any(structural_equal(programs[a], programs[b]) for b in range(a))
-    # The 4 fastest were measured again, 3 times each; the database counts 5 programs.
+    # The 4 fastest were measured again, 3 times each (the 4 new fastest again if the fifth
+    # then came among them); the database counts 5 programs.
     stored = db.get_all_tuning_records()
-    assert len(stored) == 5 + 4 * ms.tune.REMEASURE_ROUNDS
+    passes, rest = divmod(len(stored) - 5, 4 * ms.tune.REMEASURE_ROUNDS)
+    assert passes in (1, 2) and rest == 0
     assert len(ms.merge_measurements(stored)) == 5
 
 
@@ -74,14 +76,59 @@ def test_the_fastest_programs_are_measured_again_and_ranked_with_all_their_repea
     db = ms.JSONDatabase(None)
     records = tune(split_j, measuring, database=db, max_trials=5, remeasure_top_k=2)
     again = db.get_all_tuning_records()[len(records) :]
-    assert len(again) == 2 * ms.tune.REMEASURE_ROUNDS
+    first_pass = again[: 2 * ms.tune.REMEASURE_ROUNDS]
     first_two = [r.trace for r in sorted(records, key=lambda r: r.median_secs())[:2]]
-    assert all(r.trace in first_two for r in again)
-    best = db.get_top_k(matmul(), "llvm", 1)[0]
-    assert len(best.run_secs) == 1 + ms.tune.REMEASURE_ROUNDS  # runner: repeat=1
+    assert len(first_pass) == 2 * ms.tune.REMEASURE_ROUNDS
+    assert all(r.trace in first_two for r in first_pass)
+    # Whatever leads in the end was measured again, never ranked by one measurement alone.
+    for leader in db.get_top_k(matmul(), "llvm", 2):
+        assert len(leader.run_secs) >= 1 + ms.tune.REMEASURE_ROUNDS  # runner: repeat=1
     quiet = ms.JSONDatabase(None)
     tune(split_j, measuring, database=quiet, max_trials=5, remeasure_top_k=0)
     assert len(quiet) == 5
+
+
+class ScriptedRunner(ms.Runner):
+    """Times set by the test: the n-th program a search measures takes n seconds; measured
+    again, the two fastest take 10 s and the others 3.5 s."""
+
+    def __init__(self) -> None:
+        super().__init__(number=1, repeat=1, min_repeat_ms=0)
+        self.trial_secs: dict[str, float] = {}
+
+    def run(self, builds, target, args_info, reference=None):
+        if reference is not None:  # a trial
+            for built in builds:
+                self.trial_secs[built.source] = float(len(self.trial_secs) + 1)
+            return [ms.MeasureResult([self.trial_secs[b.source]], None) for b in builds]
+        return [
+            ms.MeasureResult([10.0 if self.trial_secs[b.source] <= 2 else 3.5], None)
+            for b in builds
+        ]
+
+
+def test_programs_that_lead_after_the_fastest_were_measured_again_are_measured_again(measuring):
+    builder, _ = measuring
+    db = ms.JSONDatabase(None)
+    records = ms.tune_tir(
+        matmul(),
+        "llvm",
+        space=split_j,
+        max_trials=5,
+        num_trials_per_iter=5,
+        database=db,
+        builder=builder,
+        runner=ScriptedRunner(),
+        remeasure_top_k=2,
+        progress=False,
+    )
+    # Programs 1 and 2 measured again (medians 10 s), then 3 and 4, which now lead.
+    rounds = ms.tune.REMEASURE_ROUNDS
+    assert len(db) == 5 + 2 * rounds + 2 * rounds
+    third_and_fourth = [r.trace for r in records[2:4]]
+    leaders = db.get_top_k(matmul(), "llvm", 2)
+    assert [r.trace for r in leaders] == third_and_fourth
+    assert all(r.run_secs == [3.0 + n] + [3.5] * rounds for n, r in enumerate(leaders))
 
 
 def test_a_failing_candidate_is_recorded_and_skipped(measuring):
