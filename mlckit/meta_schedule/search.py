@@ -6,7 +6,11 @@
   decisions* (one tile size, one categorical choice at a time), ranks the offspring with a cost
   model trained on everything measured so far, and measures the most promising ones, with a
   fraction ``eps_greedy`` of fresh random samples so the model is not only asked about what it
-  already likes (TVM's MetaSchedule and Ansor work this way).
+  already likes (TVM's MetaSchedule and Ansor work this way). A share ``fresh_share`` of each
+  batch is the model's favourites among fresh random samples instead of among offspring: in a
+  search of tens of trials, not thousands, the offspring of a few measured programs all look
+  alike, and the model, trained on few programs, picks good ones from a wide pool far better
+  than it tells near neighbours apart.
 
 Both first measure the programs the space *hints* at, if it has a ``hints(func)`` method
 (the default space hints at the default schedule's program: a search's curve starts where the
@@ -112,12 +116,17 @@ class EvolutionarySearch(RandomSearch):
         population_size: int = 64,
         generations: int = 3,
         eps_greedy: float = 0.05,
+        fresh_share: float = 0.5,
+        fresh_pool: int = 4,
     ):
         super().__init__(space, func, seed)
         self.cost_model = cost_model if cost_model is not None else CostModel(seed=seed)
         self.population_size = population_size
         self.generations = generations
         self.eps_greedy = eps_greedy
+        self.fresh_share = fresh_share
+        # How many fresh samples the model chooses from, per program to choose.
+        self.fresh_pool = fresh_pool
         # Measured programs with their run time, the best first: the parents of the population.
         self.measured: list[tuple[float, Schedule]] = []
         # Predicted scores by program, for one batch (the model changes only between batches):
@@ -138,28 +147,40 @@ class EvolutionarySearch(RandomSearch):
 
     def _propose(self, count: int) -> list[Schedule]:
         self._predicted = {}
+        explore = max(0, min(count, round(count * self.eps_greedy)))
+        fresh = min(count - explore, round(count * self.fresh_share))
         population = self._initial_population()
         for _ in range(self.generations):
             population = self._evolve(population)
-        explore = max(0, min(count, round(count * self.eps_greedy)))
-        batch: list[Schedule] = []
-        for sch in self._rank(population):
-            if len(batch) == count - explore:
+        batch = self._best_unseen(population, count - explore - fresh)
+        batch += self._best_unseen(self._samples(fresh * self.fresh_pool), fresh)
+        return batch + super()._propose(count - len(batch))
+
+    def _best_unseen(self, candidates: Sequence[Schedule], count: int) -> list[Schedule]:
+        """The ``count`` best predicted of ``candidates`` not measured before."""
+        chosen: list[Schedule] = []
+        for sch in self._rank(candidates):
+            if len(chosen) == count:
                 break
             if self.seen.fresh(sch):
-                batch.append(sch)
-        return batch + super()._propose(count - len(batch))
+                chosen.append(sch)
+        return chosen
+
+    def _samples(self, count: int) -> list[Schedule]:
+        """Up to ``count`` random samples of the space (fewer if it cannot sample them)."""
+        samples: list[Schedule] = []
+        failures = 0
+        while len(samples) < count and failures < _MAX_FAILED_DRAWS:
+            try:
+                samples.append(self.space.sample(self.func, self.rng.randrange(1 << 31)))
+            except Exception:  # a space that cannot sample this function
+                failures += 1
+        return samples
 
     def _initial_population(self) -> list[Schedule]:
         """The best measured programs (up to half the population), then random samples."""
         parents = [sch for _, sch in self.measured[: self.population_size // 2]]
-        failures = 0
-        while len(parents) < self.population_size and failures < _MAX_FAILED_DRAWS:
-            try:
-                parents.append(self.space.sample(self.func, self.rng.randrange(1 << 31)))
-            except Exception:  # a space that cannot sample this function: fewer parents
-                failures += 1
-        return parents
+        return parents + self._samples(self.population_size - len(parents))
 
     def _evolve(self, population: list[Schedule]) -> list[Schedule]:
         """One generation: children mutated from parents picked in proportion to their
