@@ -368,12 +368,12 @@ for name in [
 # *neighbour* is its trace with **one decision** drawn anew (another tiling of one loop,
 # another vector width) and replayed: `ms.mutate` makes one. Each generation breeds children
 # by mutating parents, picked in proportion to their predicted score, and keeps the best
-# predicted; after a few generations the best predicted programs not measured yet fill half
-# of the batch to measure. A small fraction of each batch (*epsilon-greedy*, 5 %) are fresh random samples, so
+# predicted; after a few generations the best predicted programs not measured yet fill a
+# quarter of the batch to measure. A small fraction of each batch (*epsilon-greedy*, 5 %) are fresh random samples, so
 # the model also learns about programs it does not already like.
 #
-# The other half of each batch is chosen by the model among fresh random samples, four for
-# each program to measure. A search of tens of trials (not the thousands TVM runs) has few
+# The rest of each batch is chosen by the model among fresh random samples, eight for each
+# program to measure. A search of tens of trials (not the thousands TVM runs) has few
 # parents, and their offspring all look alike; a model trained on a few dozen programs is
 # better at picking good programs out of a wide pool than at telling near neighbours apart.
 #

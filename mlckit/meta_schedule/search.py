@@ -116,8 +116,8 @@ class EvolutionarySearch(RandomSearch):
         population_size: int = 64,
         generations: int = 3,
         eps_greedy: float = 0.05,
-        fresh_share: float = 0.5,
-        fresh_pool: int = 4,
+        fresh_share: float = 0.75,
+        fresh_pool: int = 8,
     ):
         super().__init__(space, func, seed)
         self.cost_model = cost_model if cost_model is not None else CostModel(seed=seed)

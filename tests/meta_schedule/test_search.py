@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from mlckit import meta_schedule as ms
-from mlckit import te, tir
+from mlckit import te, tir, topi
 from mlckit.meta_schedule.cost_model import CostModel
 from mlckit.meta_schedule.search import EvolutionarySearch, program_key
 from mlckit.tir import stmt as S
@@ -16,11 +16,8 @@ from mlckit.tir.stmt_functor import post_order_visit
 
 
 def matmul(n: int = 64) -> tir.PrimFunc:
-    A = te.placeholder((n, n), "float32", name="A")
-    B = te.placeholder((n, n), "float32", name="B")
-    k = te.reduce_axis((0, n), name="k")
-    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    return te.create_prim_func([A, B, C])
+    a, b = te.placeholder((n, n), name="A"), te.placeholder((n, n), name="B")
+    return te.create_prim_func([a, b, topi.matmul(a, b)])
 
 
 def vector_width(func: tir.PrimFunc) -> int:
@@ -45,7 +42,13 @@ def test_the_fresh_share_of_a_batch_is_the_models_favourites_among_fresh_samples
     func = matmul()
     space = ms.default_space("llvm", hint_default_schedule=False)
     search = EvolutionarySearch(
-        space, func, seed=0, cost_model=WidestVectorFirst(), fresh_share=1.0, eps_greedy=0.0
+        space,
+        func,
+        seed=0,
+        cost_model=WidestVectorFirst(),
+        fresh_share=1.0,
+        fresh_pool=4,
+        eps_greedy=0.0,
     )
     pool = [space.sample(func, seed) for seed in range(16)]
     search._samples = lambda count: pool[:count]  # type: ignore[method-assign]
