@@ -57,6 +57,10 @@ class TuningRecord:
         """Seconds per run (the median of the repeats); infinity for a failed candidate."""
         return median_secs(self.run_secs)
 
+    def program_key(self) -> str:
+        """The same for every measurement of one program (workload, target and trace)."""
+        return json.dumps([self.workload_hash, self.target, self.trace], sort_keys=True)
+
     def as_json(self) -> dict[str, Any]:
         return {
             "workload": self.workload_hash,
@@ -76,7 +80,7 @@ def merge_measurements(records: Sequence[TuningRecord]) -> list[TuningRecord]:
     failed measurement is dropped where another one of the program succeeded."""
     merged: dict[str, TuningRecord] = {}
     for record in records:
-        key = json.dumps([record.workload_hash, record.target, record.trace], sort_keys=True)
+        key = record.program_key()
         seen = merged.get(key)
         if seen is None:
             merged[key] = record

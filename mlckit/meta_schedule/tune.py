@@ -15,7 +15,6 @@ end, the few fastest programs are measured again, side by side, before one is ca
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -183,16 +182,16 @@ def _remeasure(
     new leaders are measured again, until every one of the ``top_k`` has been: the best is
     never a single lucky measurement ranked above the medians of its rivals."""
     measured_again: set[str] = set()
+    args_info = args_info_of(func)
     while top_k > 0:
         leaders = database.get_top_k(func, target, top_k)
-        keys = [json.dumps(record.trace, sort_keys=True) for record in leaders]
+        keys = [record.program_key() for record in leaders]
         if len(leaders) < 2 or measured_again.issuperset(keys):
             return  # nothing to choose between, or nothing left to check
         measured_again.update(keys)
         programs = [_replay(record, func).mod["main"] for record in leaders]
         # They built before: the runner loads them from the kernel cache.
         builds = [BuildResult(program.script()) for program in programs]
-        args_info = args_info_of(func)
         for _ in range(REMEASURE_ROUNDS):
             for record, result in zip(leaders, runner.run(builds, target, args_info)):
                 if result.run_secs:
