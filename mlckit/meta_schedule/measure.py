@@ -64,6 +64,7 @@ import numpy as np
 from mlckit.errors import MLCError
 from mlckit.ir.module import IRModule
 from mlckit.ir.structural import structural_hash
+from mlckit.runtime.ndarray import aligned_copy
 from mlckit.target import Target
 from mlckit.tir.expr import IntImm
 from mlckit.tir.function import PrimFunc
@@ -194,9 +195,11 @@ def _build_one(source: str, target: str) -> str | None:
 
 
 def _device_args(arrays: list[np.ndarray], target: str) -> tuple[list[Any], Callable[[], None]]:
-    """The arguments for a kernel of ``target``, and a function that waits until it is done."""
+    """The arguments for a kernel of ``target``, and a function that waits until it is done.
+    Host arrays start on a cache line, as the VM's and ``mlckit.nd``'s do: a kernel is timed
+    on the memory layout it will run on."""
     if Target(target).kind != "cuda":
-        return [a.copy() for a in arrays], lambda: None
+        return [aligned_copy(a) for a in arrays], lambda: None
     from mlckit.runtime.cuda import numba_cuda
     from mlckit.runtime.ndarray import array, cuda
 

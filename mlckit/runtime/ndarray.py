@@ -3,11 +3,36 @@ device array, see ``mlckit.runtime.cuda``)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from mlckit.errors import MLCError
+
+# Host tensors start on a cache line, which is also an AVX-512 vector (TVM's NDArrays are
+# aligned likewise). numpy aligns to 16 bytes only, and a vectorized kernel's speed then
+# depends on where the allocator happened to put its arrays: a tuned 512^3 matmul ran 23%
+# slower on arrays 16 bytes past a cache line than on aligned ones.
+ALIGNMENT = 64
+
+
+def aligned_empty(shape: Any, dtype: Any = "float32") -> np.ndarray:
+    """An uninitialized C-contiguous numpy array whose data starts on an ``ALIGNMENT``-byte
+    boundary."""
+    dims = tuple(int(d) for d in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(dims) * dtype.itemsize
+    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+    start = -raw.ctypes.data % ALIGNMENT
+    return raw[start : start + nbytes].view(dtype).reshape(dims)
+
+
+def aligned_copy(data: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of ``data`` that starts on an ``ALIGNMENT``-byte boundary."""
+    copy = aligned_empty(data.shape, data.dtype)
+    copy[...] = data
+    return copy
 
 
 class Device:
@@ -110,11 +135,10 @@ def array(data: Any, device: Device | None = None, dtype: Any = None) -> NDArray
     """Copy an array-like (numpy, list, torch CPU tensor) into a new NDArray."""
     if isinstance(data, NDArray):
         data = data.numpy()
-    arr = np.array(data, dtype=dtype, copy=True)
+    arr = np.asarray(data, dtype=dtype)
     if arr.dtype == np.float64 and dtype is None and not isinstance(data, np.ndarray):
         arr = arr.astype(np.float32)
-    # np.ascontiguousarray would turn a 0-d array (a scalar tensor) into shape (1,).
-    arr = np.asarray(arr, order="C")
+    arr = aligned_copy(arr)
     if device is not None and device.device_type == "cuda":
         from .cuda import to_device
 
@@ -127,4 +151,4 @@ def empty(shape: Any, dtype: str = "float32", device: Device | None = None) -> N
         from .cuda import device_array
 
         return NDArray(device_array(tuple(shape), np.dtype(dtype)), device)
-    return NDArray(np.empty(tuple(shape), dtype=dtype), device)
+    return NDArray(aligned_empty(shape, dtype), device)

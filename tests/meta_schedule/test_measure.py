@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 
+import numpy as np
 import pytest
 
 from mlckit import te, tir, topi
@@ -15,9 +16,11 @@ from mlckit.meta_schedule.measure import (
     MeasureResult,
     Runner,
     TensorInfo,
+    _device_args,
     args_info_of,
     measure,
 )
+from mlckit.runtime.ndarray import ALIGNMENT, aligned_empty
 from mlckit.script import tir as T
 
 
@@ -131,3 +134,13 @@ def test_args_info_and_symbolic_shapes():
     func = te.create_prim_func([A, topi.exp(A)])
     with pytest.raises(MLCError, match="symbolic shape"):
         args_info_of(func)
+
+
+def test_candidates_are_timed_on_arrays_aligned_to_a_cache_line():
+    # Slices one float past a cache line: what numpy's allocator may hand out.
+    raw = aligned_empty((2, 1 + 64 * 64), "float32")
+    arrays = [raw[0, 1:], raw[1, 1:]]
+    args, _ = _device_args(arrays, "llvm")
+    assert [a.ctypes.data % ALIGNMENT for a in args] == [0, 0]
+    for arg, array in zip(args, arrays):
+        np.testing.assert_array_equal(arg, array)

@@ -2,15 +2,17 @@
 
 Each relax function becomes one Python function in the course's "low-level numpy" style
 (``lnumpy_mlp``): it checks its arguments against the signature, binds symbolic dims from
-their shapes, allocates each ``call_tir`` output with ``np.empty`` and calls the compiled
+their shapes, allocates each ``call_tir`` output with ``aligned_empty`` (``np.empty`` whose
+data starts on a cache line, as the tuner measured the kernels with) and calls the compiled
 kernel with destination passing. Values are numpy arrays, tuples, shapes (tuples of ints) and
 Python scalars; the VirtualMachine converts NDArrays at the boundary.
 
 After CallTIRRewrite and StaticPlanBlockMemory the allocations are explicit and map to numpy
-one by one: ``R.builtin.alloc_tensor`` is ``np.empty``, a storage from
-``R.memory.alloc_storage`` a flat ``np.uint8`` buffer, ``R.memory.alloc_tensor`` a view into
-it (``storage[0:4096].view(np.float32).reshape((16, 64))``), ``R.memory.kill_*`` a ``del``,
-and a direct call of a kernel (``cls.relu(x, alloc)``) is that call, writing into ``alloc``.
+one by one: ``R.builtin.alloc_tensor`` is ``aligned_empty``, a storage from
+``R.memory.alloc_storage`` a flat ``np.uint8`` buffer (aligned likewise),
+``R.memory.alloc_tensor`` a view into it
+(``storage[0:4096].view(np.float32).reshape((16, 64))``), ``R.memory.kill_*`` a ``del``, and a
+direct call of a kernel (``cls.relu(x, alloc)``) is that call, writing into ``alloc``.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from ..struct_info import (
 VM_RUNTIME_NAMES = frozenset(
     {
         "np",
+        "aligned_empty",
         "cuda",
         "check_tensor",
         "check_tuple",
@@ -303,7 +306,7 @@ class RelaxToPython:
                 "needs its size in bytes as a literal shape, R.shape([nbytes])"
             )
         self.storage_sizes[binding.var] = size.values[0]
-        self.emit(f"{target} = np.empty({self.prim_value(size.values[0])}, dtype=np.uint8)")
+        self.emit(f"{target} = aligned_empty({self.prim_value(size.values[0])}, dtype=np.uint8)")
 
     def storage_view(self, target: str, call: Call, binding: VarBinding) -> None:
         """``R.memory.alloc_tensor``: a view of bytes ``[offset, offset + nbytes)`` of a storage,
@@ -402,7 +405,7 @@ class RelaxToPython:
     def _empty(self, shape: str, dtype: str) -> str:
         if self.device == "cuda":
             return f"cuda.device_array({shape}, dtype=np.{dtype})"
-        return f"np.empty({shape}, dtype=np.{dtype})"
+        return f"aligned_empty({shape}, dtype=np.{dtype})"
 
     def _dims_text(self, dims: tuple[E.PrimExpr, ...]) -> str:
         for dim in dims:

@@ -112,7 +112,7 @@ def test_call_dps_packed_with_two_outputs(split_signs):
 def test_rewritten_module_runs_and_reads_like_low_level_numpy():
     after = CallTIRRewrite()(Before)
     main = relax.build(after, "python").source("main")
-    assert "alloc = np.empty((4, 8), dtype=np.float32)\n    relu(x, alloc)\n" in main
+    assert "alloc = aligned_empty((4, 8), dtype=np.float32)\n    relu(x, alloc)\n" in main
     x = np.random.default_rng(0).standard_normal((4, 8)).astype("float32")
     result = relax.VirtualMachine(relax.build(after, "python"))["main"](x)
     np.testing.assert_array_equal(result.numpy(), np.maximum(x, 0))

@@ -182,10 +182,10 @@ def test_memory_usage_drops_and_numerics_stay():
 
 def test_generated_code_places_tensors_in_storages():
     main = relax.build(_plan(MLP), "python").source("main")
-    assert "storage = np.empty(1024, dtype=np.uint8)" in main
+    assert "storage = aligned_empty(1024, dtype=np.uint8)" in main
     assert "alloc = storage[0:1024].view(np.float32).reshape((2, 128))" in main
     assert "alloc2 = storage[0:1024].view(np.float32).reshape((2, 128))" in main
-    assert "alloc4 = np.empty((2, 10), dtype=np.float32)" in main
+    assert "alloc4 = aligned_empty((2, 10), dtype=np.float32)" in main
     assert "    linear(lv1, w1, b1, alloc2)\n" in main
     assert "check_storage" not in main  # every view fits, proven at build time
 
@@ -299,7 +299,7 @@ def test_symbolic_shapes_stay_builtin_allocations():
     usage = estimate_memory_usage(planned)
     assert (usage.bytes_before, usage.bytes_after) == (0, 0)
     main = relax.build(planned, "python").source("main")
-    assert "alloc = np.empty((n, 8), dtype=np.float32)" in main
+    assert "alloc = aligned_empty((n, 8), dtype=np.float32)" in main
     x = RNG.standard_normal((3, 8)).astype("float32")
     result = relax.VirtualMachine(relax.build(planned, "python"))["main"](x)
     np.testing.assert_array_equal(result.numpy(), np.maximum(x, 0))
