@@ -337,10 +337,12 @@ print(sample.trace)
 # describes the loop nest after lowering by a fixed list of numbers (how many iterations, which
 # loops are parallel or vectorized and how long, how far apart consecutive iterations access
 # memory, how many bytes a loop's body touches, the estimated traffic through a 32 KiB and a 1
-# MiB cache, arithmetic per byte), and a gradient-boosted tree ensemble (scikit-learn) learns
-# the map from features to *normalized throughput*: the best time measured so far divided by
-# the program's time, 1 for the best. It is trained again on everything measured after each
-# round of measurements.
+# MiB cache, arithmetic per byte, and the *register tile*: the outputs the innermost reduction
+# loop accumulates into, which stay in registers when they are a few vectors, and the
+# arithmetic per byte of input it reads), and a gradient-boosted tree ensemble (scikit-learn)
+# learns the map from features to *normalized throughput*: the best time measured so far
+# divided by the program's time, 1 for the best. It is trained again on everything measured
+# after each round of measurements.
 #
 # A few of the features of the two programs we have seen, the hand-split one and the default
 # space's sample:
@@ -357,6 +359,7 @@ for name in [
     "main.parallel_extent",
     "main.vectorized_extent",
     "main.traffic_l1",
+    "main.accumulator_bytes",
 ]:
     column = FEATURE_NAMES.index(name)
     values = "  ".join(f"{label}: {f[column]:5.2f}" for label, f in features.items())

@@ -24,8 +24,9 @@ from mlckit.ir.dtype import bits
 from mlckit.ir.module import IRModule
 from mlckit.tir import expr as E
 from mlckit.tir import stmt as S
+from mlckit.tir.analysis import collect_vars
 from mlckit.tir.buffer import Buffer
-from mlckit.tir.footprint import block_nests, footprint
+from mlckit.tir.footprint import FootprintRow, block_nests, footprint
 from mlckit.tir.function import PrimFunc
 from mlckit.tir.stmt_functor import post_order_visit, substitute
 from mlckit.tir.transform import lower_prim_func
@@ -51,6 +52,9 @@ BLOCK_FEATURES = [
     "outer_traffic",
     *(f"traffic_{cache}" for cache in _CACHES),
     "intensity_l1",
+    "accumulator_bytes",
+    "accumulation_length",
+    "intensity_registers",
     "stride_0",
     "stride_1",
     "stride_far",
@@ -105,11 +109,12 @@ def _block(
     rows = footprint(func, block.name_hint) if loops else []
     totals = [math.inf if row.total is None else row.total for row in rows]
     accesses = _accesses(block)
-    access_bytes = sum((bits(buffer.dtype) + 7) // 8 for buffer, _ in accesses)
+    access_bytes = sum(_element_bytes(buffer) for buffer, _, _ in accesses)
     traffic = {
         name: _traffic(extents, totals, size, access_bytes) for name, size in _CACHES.items()
     }
-    strides = [_inner_stride(buffer, indices, loops, bindings) for buffer, indices in accesses]
+    tile = _register_tile(block, loops, extents, rows, accesses, bindings, ops)
+    strides = [_inner_stride(buffer, indices, loops, bindings) for buffer, indices, _ in accesses]
     parallel = [i for i, kind in enumerate(kinds) if kind in ("parallel", "thread")]
     features = {
         "iterations": _log(iterations),
@@ -128,11 +133,69 @@ def _block(
         "outer_traffic": _log(min(extents[0] * totals[0], 2.0**62) if totals else access_bytes),
         **{f"traffic_{name}": _log(value) for name, value in traffic.items()},
         "intensity_l1": _log(ops * iterations / max(traffic["l1"], 1)),
+        "accumulator_bytes": _log(tile.bytes),
+        "accumulation_length": _log(tile.length),
+        "intensity_registers": _log(tile.intensity),
         "stride_0": _share(strides, lambda s: s == 0),
         "stride_1": _share(strides, lambda s: s == 1),
         "stride_far": _share(strides, lambda s: s is None or s > 1),
     }
     return _Block(features, iterations, ops * iterations, traffic["l1"])
+
+
+@dataclass
+class _Tile:
+    bytes: float
+    length: float
+    intensity: float
+
+
+def _register_tile(
+    block: S.Block,
+    loops: list[S.For],
+    extents: list[int],
+    rows: list[FootprintRow],
+    accesses: list[_Access],
+    bindings: dict[E.Var, E.PrimExpr],
+    ops: int,
+) -> _Tile:
+    """The output tile a reduction accumulates: what the loops inside its innermost reduction
+    loop (of more than one iteration) write, how many iterations of that loop and of the
+    reduction loops right around it accumulate into it, and the float operations per byte of
+    input one of those iterations reads. A tile of a few vectors stays in registers for the
+    whole reduction; a single vector makes every multiply-add wait for the one before."""
+    written = {buffer.name for buffer, _, store in accesses if store}
+
+    def loop_vars(reduce: bool) -> set[int]:
+        return {
+            id(var)
+            for iv in block.iter_vars
+            if (iv.iter_type == E.IterVarType.CommReduce) == reduce
+            for var in collect_vars(bindings.get(iv.var, iv.var))
+        }
+
+    # A loop of the reduction's iter vars only: its iterations accumulate into the same outputs.
+    reduction, spatial = loop_vars(True), loop_vars(False)
+    reduces = [
+        extent > 1 and id(loop.loop_var) in reduction and id(loop.loop_var) not in spatial
+        for loop, extent in zip(loops, extents)
+    ]
+    if not any(reduces):
+        reads = sum(_element_bytes(b) for b, _, store in accesses if not store)
+        return _Tile(
+            sum(_element_bytes(b) for b, _, store in accesses if store), 1, ops / max(reads, 1)
+        )
+    level = max(n for n, r in enumerate(reduces) if r)
+    length = 1
+    for outer in range(level, -1, -1):
+        if extents[outer] > 1 and not reduces[outer]:
+            break
+        length *= extents[outer]
+    one_iteration = {n: 2.0**62 if b is None else b for n, b in rows[level].bytes.items()}
+    reads = sum(b for n, b in one_iteration.items() if n not in written)
+    writes = sum(b for n, b in one_iteration.items() if n in written)
+    flops = ops * math.prod(extents[level + 1 :])
+    return _Tile(writes, length, flops / max(reads, 1))
 
 
 def _traffic(extents: list[int], totals: list[float], cache: int, access_bytes: int) -> float:
@@ -162,13 +225,21 @@ def float_ops(block: S.Block) -> int:
     return count
 
 
-def _accesses(block: S.Block) -> list[tuple[Buffer, tuple[E.PrimExpr, ...]]]:
+# A buffer access of a block: the buffer, its indices, and whether it is a store.
+_Access = tuple[Buffer, tuple[E.PrimExpr, ...], bool]
+
+
+def _element_bytes(buffer: Buffer) -> int:
+    return (bits(buffer.dtype) + 7) // 8
+
+
+def _accesses(block: S.Block) -> list[_Access]:
     """Every buffer load and store in the block's body, with its indices."""
-    found: list[tuple[Buffer, tuple[E.PrimExpr, ...]]] = []
+    found: list[_Access] = []
 
     def visit(node: object) -> None:
         if isinstance(node, (E.BufferLoad, S.BufferStore)):
-            found.append((node.buffer, tuple(node.indices)))
+            found.append((node.buffer, tuple(node.indices), isinstance(node, S.BufferStore)))
 
     post_order_visit(block.body, visit)
     return found

@@ -67,3 +67,35 @@ def test_schedules_are_told_apart():
     sch.reorder(i, k, j)
     ikj = extract_features(sch.mod["main"])
     assert feature(ikj, "main.stride_far") < feature(plain, "main.stride_far")
+
+
+def linear(vector: np.ndarray, name: str) -> float:
+    """A feature back on its linear scale."""
+    return round(2 ** feature(vector, name) - 1, 6)
+
+
+def test_the_register_tile_a_reduction_accumulates():
+    # Plain: one output element accumulated over k, 2 flops per 8 bytes of A and B.
+    plain = extract_features(matmul())
+    assert linear(plain, "main.accumulator_bytes") == 4
+    assert linear(plain, "main.accumulation_length") == 128
+    assert linear(plain, "main.intensity_registers") == 0.25
+    # k outside an 8x8 tile: 64 accumulators, each step reads 8 floats of A and 8 of B.
+    fast = extract_features(tiled(matmul()))
+    assert linear(fast, "main.accumulator_bytes") == 8 * 8 * 4
+    assert linear(fast, "main.accumulation_length") == 128
+    assert linear(fast, "main.intensity_registers") == 2 * 64 / (16 * 4)
+    # The reduction split, its two loops adjacent: the tile accumulates over both.
+    sch = tir.Schedule(matmul())
+    *_, k = sch.get_loops(sch.get_block("C"))
+    sch.split(k, [None, 4])
+    split = extract_features(sch.mod["main"])
+    assert linear(split, "main.accumulator_bytes") == 4
+    assert linear(split, "main.accumulation_length") == 128
+
+
+def test_an_elementwise_block_has_no_accumulation():
+    A = te.placeholder((4, 8), "float32", name="A")
+    vector = extract_features(te.create_prim_func([A, topi.nn.relu(A)]))
+    assert linear(vector, "main.accumulation_length") == 1
+    assert linear(vector, "main.accumulator_bytes") == 4
