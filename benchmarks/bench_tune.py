@@ -23,6 +23,12 @@ on a 512x512x512 float32 matmul, and the FashionMNIST MLP with its kernels tuned
   build (``relax.build``'s default CPU schedule) and of the tuned one, timed in alternation;
   goal: tuned faster.
 
+* CUDA (``python bench_tune.py cuda``, on a machine with an NVIDIA GPU): a
+  ``CUDA_N``^3 float32 matmul tuned for target "cuda" in the default space (thread binding,
+  per-thread tiles), ``CUDA_TRIALS`` trials of each search, seed 0, against the default GPU
+  schedule (what an untuned build runs) and the GPU's fp32 matmul library, each the fastest of
+  10 calls. Under numba's simulator it reports that and measures nothing.
+
 Tuning takes several minutes; run it alone on the machine (``python benchmarks/run.py
 tune``): timings of parallel kernels on a busy 2-core machine are meaningless.
 """
@@ -38,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_cuda import best_seconds, gpu_name, library_matmul
 from timing import best_times, median_times
 
 import mlckit
@@ -45,10 +52,15 @@ from mlckit import meta_schedule as ms
 from mlckit import relax, te
 from mlckit.datasets import fashion_mnist, mlp_params, mlp_reference
 from mlckit.ir import IRModule
+from mlckit.runtime.cuda import numba_cuda, simulated
+from mlckit.runtime.ndarray import aligned_copy, aligned_empty
 from mlckit.tir import PrimFunc
+from mlckit.tir.schedule.default_gpu_schedule import schedule_for_gpu
 
 N = 512
 FLOP = 2 * N**3
+CUDA_N = 1024
+CUDA_TRIALS = 32
 SEEDS = (0, 1, 2)
 TRIALS = 64
 TRIALS_PER_ITER = 16
@@ -62,39 +74,41 @@ def row(name: str, value: Any, unit: str, goal: str = "", ok: bool | None = None
     return dict(name=name, value=value, unit=unit, goal=goal, ok=ok)
 
 
-def matmul_func() -> PrimFunc:
-    a = te.placeholder((N, N), "float32", name="A")
-    b = te.placeholder((N, N), "float32", name="B")
-    k = te.reduce_axis((0, N), name="k")
-    c = te.compute((N, N), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+def matmul_func(n: int = N) -> PrimFunc:
+    a = te.placeholder((n, n), "float32", name="A")
+    b = te.placeholder((n, n), "float32", name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
     return te.create_prim_func([a, b, c])
 
 
-def tune_matmul(func: PrimFunc) -> dict[str, tuple[PrimFunc, float]]:
+def tune_matmul(
+    func: PrimFunc, target: str = "llvm", seeds: Sequence[int] = SEEDS, trials: int = TRIALS
+) -> dict[str, tuple[PrimFunc, float]]:
     """The best program of each search and its time as measured in the search, by the search's
     label ("evolutionary, seed 0", ...)."""
     best = {}
     # The pools are closed before anything is timed outside them.
     with ms.Builder() as builder, ms.Runner() as runner:
-        for seed in SEEDS:
+        for seed in seeds:
             for strategy in ("evolutionary", "random"):
                 database = ms.JSONDatabase(None)
                 records = ms.tune_tir(
                     func,
-                    "llvm",
-                    max_trials=TRIALS,
+                    target,
+                    max_trials=trials,
                     num_trials_per_iter=TRIALS_PER_ITER,
                     strategy=strategy,
                     # The searches on their own: without the default schedule's program to
                     # start from, which both would measure first.
-                    space=ms.default_space("llvm", hint_default_schedule=False),
+                    space=ms.default_space(target, hint_default_schedule=False),
                     database=database,
                     seed=seed,
                     builder=builder,
                     runner=runner,
                     progress=False,
                 )
-                program = ms.compile_tir(database, func, "llvm").mod["main"]
+                program = ms.compile_tir(database, func, target).mod["main"]
                 best[f"{strategy}, seed {seed}"] = (program, min(r.median_secs() for r in records))
     return best
 
@@ -103,17 +117,19 @@ def matmul_rows() -> list[dict[str, Any]]:
     func = matmul_func()
     programs = tune_matmul(func)
     rng = np.random.default_rng(0)
-    a, b = rng.random((N, N), dtype=np.float32), rng.random((N, N), dtype=np.float32)
+    # Aligned as the runner's and the VM's arrays are (numpy's land anywhere 16 bytes apart,
+    # and some programs run a fifth slower off a cache line).
+    a, b = (aligned_copy(rng.random((N, N), dtype=np.float32)) for _ in range(2))
     expected = a @ b
     calls: dict[str, Callable[[], Any]] = {}
     for label, (program, _) in programs.items():
         kernel = mlckit.build(IRModule({"main": program}), "llvm")["main"]
-        out = np.empty((N, N), np.float32)
+        out = aligned_empty((N, N), np.float32)
         kernel(a, b, out)
         np.testing.assert_allclose(out, expected, rtol=1e-3)
         calls[label] = lambda kernel=kernel, out=out: kernel(a, b, out)
     unscheduled = mlckit.build(IRModule({"main": func}), "llvm")["main"]
-    out = np.empty((N, N), np.float32)
+    out = aligned_empty((N, N), np.float32)
     times = median_times({"unscheduled": lambda: unscheduled(a, b, out)}, rounds=3)
     times.update(median_times(calls, ROUNDS))
     # numpy on its own: OpenBLAS's threads keep spinning for a while after a call and would
@@ -242,10 +258,56 @@ def kernel_times(vm: relax.VirtualMachine, x: Any) -> dict[str, float]:
     return best
 
 
-PARTS = {"matmul": matmul_rows, "mlp": mlp_rows}
+def cuda_rows() -> list[dict[str, Any]]:
+    if simulated():
+        return [row("cuda: tuned matmul", "no GPU (numba simulator)", "")]
+    cuda = numba_cuda()
+    return [row("cuda: GPU", gpu_name(cuda.get_current_device()), ""), *cuda_matmul_rows(CUDA_N)]
 
 
-def run(parts: Sequence[str] = tuple(PARTS)) -> list[dict[str, Any]]:
+def cuda_matmul_rows(n: int, seeds: Sequence[int] = (0,)) -> list[dict[str, Any]]:
+    """The searches' bests for an n^3 matmul on "cuda", the default GPU schedule and the
+    library, the fastest of 10 calls each (``bench_cuda.best_seconds``)."""
+    func = matmul_func(n)
+    tuned = tune_matmul(func, "cuda", seeds, CUDA_TRIALS)
+    programs = {label: program for label, (program, _) in tuned.items()}
+    programs["default GPU schedule"] = schedule_for_gpu(func).mod["main"]
+    rng = np.random.default_rng(0)
+    a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
+    expected = a @ b
+    device = mlckit.cuda()
+    A, B = mlckit.nd.array(a, device), mlckit.nd.array(b, device)
+    synchronize = numba_cuda().synchronize
+    gflops = {}
+    for label, program in programs.items():
+        kernel = mlckit.build(IRModule({"main": program}), "cuda")["main"]
+        C = mlckit.nd.empty((n, n), "float32", device)
+        seconds = best_seconds(lambda kernel=kernel, C=C: kernel(A, B, C), synchronize)
+        np.testing.assert_allclose(C.numpy(), expected, rtol=1e-3)
+        gflops[label] = 2 * n**3 / seconds / 1e9
+    library, reference, library_sync = library_matmul(a, b)
+    gflops[library] = 2 * n**3 / best_seconds(reference, library_sync) / 1e9
+    rows = [row(f"cuda {n}^3: {label}", value, "GFLOP/s") for label, value in gflops.items()]
+    for seed in seeds:
+        evo, rand = gflops[f"evolutionary, seed {seed}"], gflops[f"random, seed {seed}"]
+        rows += [
+            row(f"cuda {n}^3: evolutionary / random, seed {seed}", evo / rand, "x"),
+            row(
+                f"cuda {n}^3: evolutionary / default schedule, seed {seed}",
+                evo / gflops["default GPU schedule"],
+                "x",
+            ),
+            row(f"cuda {n}^3: evolutionary / {library}, seed {seed}", evo / gflops[library], "x"),
+        ]
+    return rows
+
+
+# "cuda" runs only when asked for: it needs an NVIDIA GPU.
+PARTS = {"matmul": matmul_rows, "mlp": mlp_rows, "cuda": cuda_rows}
+DEFAULT_PARTS = ("matmul", "mlp")
+
+
+def run(parts: Sequence[str] = DEFAULT_PARTS) -> list[dict[str, Any]]:
     start = time.perf_counter()
     rows = [r for part in parts for r in PARTS[part]()]
     rows.append(row("wall time", time.perf_counter() - start, "s"))
@@ -255,6 +317,7 @@ def run(parts: Sequence[str] = tuple(PARTS)) -> list[dict[str, Any]]:
 if __name__ == "__main__":
     import sys
 
-    # python benchmarks/bench_tune.py [matmul] [mlp]
-    for r in run(sys.argv[1:] or tuple(PARTS)):
-        print(f"{r['name']:45s} {r['value']:10.3f} {r['unit']:8s} {r['goal']} {r['ok']}")
+    # python benchmarks/bench_tune.py [matmul] [mlp] [cuda]
+    for r in run(sys.argv[1:] or DEFAULT_PARTS):
+        value = f"{r['value']:10.3f}" if isinstance(r["value"], float) else f"{r['value']!s:>10}"
+        print(f"{r['name']:45s} {value} {r['unit']:8s} {r['goal']} {r['ok']}")

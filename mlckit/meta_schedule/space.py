@@ -42,10 +42,12 @@ program of the space is rebuilt by replaying its trace on ``tir.Schedule(func)``
     Other elementwise nests: the last loop split by a sampled perfect tiling and vectorized, the
     rest fused and parallel (or serial, drawn likewise). Other intermediate elementwise blocks
     are inlined.
-  - ``"cuda"``: the reduction blocks' spatial loops tiled in 3 levels (grid, threads, per thread),
-    the grid levels fused and bound to ``blockIdx.x``, the thread levels to ``threadIdx.x`` (a
-    draw of more than 1024 threads is drawn again), the per-thread tile accumulated locally or
-    not; every other nest fused and split by a thread count drawn by ``sample_categorical``.
+  - ``"cuda"``: the reduction blocks' spatial loops tiled in 3 levels (grid, threads, per thread,
+    up to ``MAX_PER_THREAD`` each), the grid levels fused and bound to ``blockIdx.x``, the thread
+    levels to ``threadIdx.x`` (a draw of more than 1024 threads is drawn again), the reduction
+    loops between the threads and the per-thread tile (the course's local blocking), the tile
+    accumulated locally or not; every other nest fused and split by a thread count drawn by
+    ``sample_categorical``.
 
   The default space also *hints* at the default schedule's program (``space.hints(func)``,
   a schedule without decisions): the searches measure it first, so tuning starts from what
@@ -120,7 +122,7 @@ ACCUMULATOR_LEVELS = (0, 1, -1)
 ALWAYS_PARALLEL_WORK = 1 << 22
 MAX_THREADS_PER_BLOCK = 1024
 THREAD_COUNTS = (32, 64, 128, 256, 512)
-MAX_PER_THREAD = 4
+MAX_PER_THREAD = 8
 
 
 class SearchSpace(Protocol):
@@ -346,13 +348,16 @@ def _cpu_elementwise(sch: Schedule, block: BlockRV) -> bool:
 
 
 def _gpu_reduction(sch: Schedule, block: BlockRV) -> bool:
-    """Tile the spatial loops as (grid, threads, per thread), bind, accumulate locally or not."""
+    """Tile the spatial loops as (grid, threads, per thread), bind, and run the reduction
+    outside the per-thread tile: each thread accumulates its tile (in registers when the
+    accumulator is local, a drawn choice) and reuses every value of A and B it reads across a
+    row or column of it."""
     nest = _reduction_nest(sch, block)
     if nest is None:
         return False
     spatial_loops, reduction_loops = nest
     grid, threads, per_thread = _tile(sch, spatial_loops, 3, [MAX_PER_THREAD] * len(spatial_loops))
-    sch.reorder(*grid, *threads, *per_thread, *reduction_loops)
+    sch.reorder(*grid, *threads, *reduction_loops, *per_thread)
     block_x, thread_x = _fuse(sch, grid), _fuse(sch, threads)
     sch.bind(block_x, "blockIdx.x")
     sch.bind(thread_x, "threadIdx.x")
@@ -360,6 +365,7 @@ def _gpu_reduction(sch: Schedule, block: BlockRV) -> bool:
         writeback = sch.cache_write(block, 0, "local")
         sch.reverse_compute_at(writeback, thread_x)
         _inline_epilogue(sch, writeback)
+    sch.decompose_reduction(block, reduction_loops[0])
     return True
 
 

@@ -298,6 +298,20 @@ def test_cuda_space_binds_threads_and_matches_numpy(fast_simulator):
     check("matmul", func, neighbour, "cuda")
 
 
+def test_cuda_space_accumulates_each_threads_tile_over_the_reduction():
+    """Local blocking: the reduction loop runs between the thread loop and the per-thread
+    tile, so a value of A or B a thread reads serves a whole row or column of its tile."""
+    func = matmul(64)
+    for seed in range(8):
+        sch = default_space("cuda").sample(func, seed)
+        loops = sch.get_loops(sch.get_block("C_update"))
+        names = [sch.get(loop).loop_var.name_hint for loop in loops]
+        tags = [sch.get(loop).thread_binding for loop in loops]
+        assert tags[0].thread_tag == "blockIdx.x" and tags[1].thread_tag == "threadIdx.x"
+        assert names[2] == "k" and all(tag is None for tag in tags[2:]), names
+        assert len(names) == 5  # k, then the per-thread tile's i and j
+
+
 def test_cuda_space_binds_elementwise_nests_with_a_sampled_thread_count():
     sch = default_space("cuda").sample(add(), seed=0)
     (step,) = [inst for inst in sch.trace if inst.kind == "sample_categorical"]
