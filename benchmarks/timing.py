@@ -8,9 +8,30 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from mlckit.runtime.module import time_function
 
-def alternating_times(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[str, list[float]]:
-    """The time of each call of each function over ``rounds`` rounds that call them in turn,
+# How one turn of a function is timed: it takes the function and returns seconds per call.
+Measure = Callable[[Callable[[], Any]], float]
+
+
+def one_call(fn: Callable[[], Any]) -> float:
+    """One call, timed: between two calls of the same function, the others have run."""
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def as_the_runner_does(fn: Callable[[], Any]) -> float:
+    """A call to warm up, then the mean of back-to-back calls lasting at least 20 ms, as
+    ``meta_schedule.Runner`` times a candidate (``time_function``, number=3): the measure the
+    searches rank programs by."""
+    return time_function(fn, number=3, repeat=1, min_repeat_ms=20)().results[0]
+
+
+def alternating_times(
+    fns: dict[str, Callable[[], Any]], rounds: int, measure: Measure = one_call
+) -> dict[str, list[float]]:
+    """The time of each turn of each function over ``rounds`` rounds that take them in turn,
     so that a slow phase of the (shared) machine falls on all of them alike. Each is called
     once first (compilation, caches)."""
     for fn in fns.values():
@@ -18,9 +39,7 @@ def alternating_times(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[st
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(measure(fn))
     return times
 
 
@@ -29,10 +48,13 @@ def best_times(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[str, floa
     return {name: min(times) for name, times in alternating_times(fns, rounds).items()}
 
 
-def median_times(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
+def median_times(
+    fns: dict[str, Callable[[], Any]], rounds: int, measure: Measure = one_call
+) -> dict[str, float]:
     """The median time of each function over ``rounds`` alternating rounds: for comparing
     programs whose times spread widely (parallel kernels on a shared machine), where the best
     of many calls says more about luck than about the program."""
     return {
-        name: statistics.median(times) for name, times in alternating_times(fns, rounds).items()
+        name: statistics.median(times)
+        for name, times in alternating_times(fns, rounds, measure).items()
     }

@@ -8,7 +8,9 @@ trained again from scratch on everything seen at each :meth:`CostModel.update` (
 measures hundreds of candidates, not millions, so this takes a fraction of a second).
 
 Candidates are grouped into workloads by their buffer arguments (shapes and dtypes): all
-schedules of one function share them.
+schedules of one function share them. The features of a program are extracted once (they
+take tens of milliseconds) and kept by its structural hash: a search asks about the same
+programs again and again as its population survives from one round to the next.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from sklearn.ensemble import GradientBoostingRegressor
 
 from mlckit.errors import MLCError
 from mlckit.ir.module import IRModule
+from mlckit.ir.structural import structural_hash
 from mlckit.tir.function import PrimFunc
 
 from .features import extract_features
@@ -41,6 +44,7 @@ class CostModel:
         self._secs: list[float] = []
         self._groups: list[tuple] = []
         self._model: GradientBoostingRegressor | None = None
+        self._known_features: dict[int, np.ndarray] = {}
 
     @property
     def trained(self) -> bool:
@@ -58,7 +62,7 @@ class CostModel:
                 f"CostModel.update: {len(funcs)} functions but {len(results)} measure results"
             )
         for func, result in zip(funcs, results):
-            self._features.append(extract_features(func))
+            self._features.append(self._features_of(func))
             self._secs.append(result.median_secs())
             self._groups.append(tuple(args_info_of(the_prim_func(func))))
         if len(self._secs) < 2:
@@ -84,7 +88,13 @@ class CostModel:
             return self._rng.random(len(funcs))
         if not funcs:
             return np.zeros(0)
-        return self._model.predict(np.stack([extract_features(f) for f in funcs]))
+        return self._model.predict(np.stack([self._features_of(f) for f in funcs]))
+
+    def _features_of(self, func: PrimFunc | IRModule) -> np.ndarray:
+        key = structural_hash(the_prim_func(func))
+        if key not in self._known_features:
+            self._known_features[key] = extract_features(func)
+        return self._known_features[key]
 
 
 __all__ = ["CostModel"]

@@ -5,8 +5,10 @@ by its loop nest: how many iterations, which loops run in parallel / vectorized 
 how far apart consecutive innermost iterations access memory, how many bytes one iteration of
 each loop touches (:func:`mlckit.tir.analysis.footprint`), and from that an estimate of the
 memory traffic for a small (32 KiB) and a large (1 MiB) cache and the arithmetic intensity
-(float operations per byte of traffic). The block with the most work is described in full,
-the others through sums, so every program gives a vector of the same length
+(float operations per byte of traffic); and, for a reduction, its *register tile*: the outputs
+its innermost reduction loop accumulates into, for how many iterations, and the float
+operations per byte of input each iteration reads. The block with the most work is described
+in full, the others through sums, so every program gives a vector of the same length
 (``FEATURE_NAMES`` names its entries). Counts and sizes are on a ``log2(1 + x)`` scale, so
 that a tree model splits them by orders of magnitude.
 """
@@ -61,6 +63,10 @@ BLOCK_FEATURES = [
 ]
 TOTAL_FEATURES = ["blocks", "total_iterations", "total_flops", "total_traffic_l1"]
 FEATURE_NAMES = [*(f"main.{name}" for name in BLOCK_FEATURES), *TOTAL_FEATURES]
+
+
+# A buffer access of a block: the buffer, its indices, and whether it is a store.
+_Access = tuple[Buffer, tuple[E.PrimExpr, ...], bool]
 
 
 @dataclass
@@ -223,10 +229,6 @@ def float_ops(block: S.Block) -> int:
 
     post_order_visit(block.body, visit)
     return count
-
-
-# A buffer access of a block: the buffer, its indices, and whether it is a store.
-_Access = tuple[Buffer, tuple[E.PrimExpr, ...], bool]
 
 
 def _element_bytes(buffer: Buffer) -> int:

@@ -71,3 +71,22 @@ def test_a_trained_model_ranks_fast_schedules_first():
 def test_results_must_match_functions():
     with pytest.raises(MLCError, match="2 functions but 1 measure results"):
         CostModel().update([fast(4), slow(4)], [MeasureResult([1.0])])
+
+
+def test_features_are_extracted_once_per_program(monkeypatch):
+    from mlckit.meta_schedule import cost_model
+
+    extracted = []
+    original = cost_model.extract_features
+
+    def counting(func):
+        extracted.append(func)
+        return original(func)
+
+    monkeypatch.setattr(cost_model, "extract_features", counting)
+    model = CostModel(seed=0)
+    model.update([fast(4), slow(4)], [MeasureResult([1e-4]), MeasureResult([1e-2])])
+    # The same programs (rebuilt: equal, not identical) and one new one.
+    scores = model.predict([fast(4), slow(4), fast(8)])
+    assert len(extracted) == 3
+    assert scores[0] > scores[1]
