@@ -475,7 +475,8 @@ plt.show()
 # (here it guided only the last six trials), and a large space before it has something to
 # find. The benchmark
 # `benchmarks/bench_tune.py` compares the two strategies properly, on a 512 × 512 × 512
-# matrix product with 64 trials each over 3 seeds.
+# matrix product with 64 trials each, in rounds of 8 so that the model learns from seven
+# rounds, over 3 seeds.
 #
 # The fastest program the evolutionary search found, with the tile sizes, accumulator and
 # parallel or serial outer loops the search chose:
