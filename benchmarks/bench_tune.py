@@ -137,12 +137,11 @@ def matmul_rows() -> list[dict[str, Any]]:
         calls[label] = lambda kernel=kernel, out=out: kernel(a, b, out)
     unscheduled = mlckit.build(IRModule({"main": func}), "llvm")["main"]
     out = aligned_empty((N, N), np.float32)
-    runner_style = as_the_runner_does
-    times = median_times({"unscheduled": lambda: unscheduled(a, b, out)}, 3, runner_style)
-    times.update(median_times(calls, ROUNDS, runner_style))
+    times = median_times({"unscheduled": lambda: unscheduled(a, b, out)}, 3, as_the_runner_does)
+    times.update(median_times(calls, ROUNDS, as_the_runner_does))
     # numpy on its own: OpenBLAS's threads keep spinning for a while after a call and would
     # slow down the parallel kernel timed right after it.
-    times.update(median_times({"numpy": lambda: a @ b}, ROUNDS, runner_style))
+    times.update(median_times({"numpy": lambda: a @ b}, ROUNDS, as_the_runner_does))
     gflops = {label: FLOP / seconds / 1e9 for label, seconds in times.items()}
     # Also one call per turn, after the other programs' calls: each call finds the caches as
     # the others left them, which the searches never measure.

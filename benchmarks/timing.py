@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from mlckit.meta_schedule import Runner
 from mlckit.runtime.module import time_function
 
 # How one turn of a function is timed: it takes the function and returns seconds per call.
@@ -22,10 +23,11 @@ def one_call(fn: Callable[[], Any]) -> float:
 
 
 def as_the_runner_does(fn: Callable[[], Any]) -> float:
-    """A call to warm up, then the mean of back-to-back calls lasting at least 20 ms, as
-    ``meta_schedule.Runner`` times a candidate (``time_function``, number=3): the measure the
-    searches rank programs by."""
-    return time_function(fn, number=3, repeat=1, min_repeat_ms=20)().results[0]
+    """A call to warm up, then the mean of back-to-back calls, as a default
+    ``meta_schedule.Runner`` times one repeat of a candidate: the measure the searches rank
+    programs by."""
+    runner = Runner()  # its settings only: the worker pool starts on first use
+    return time_function(fn, runner.number, 1, runner.min_repeat_ms)().results[0]
 
 
 def alternating_times(

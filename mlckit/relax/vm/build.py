@@ -14,7 +14,7 @@ from mlckit.ir.module import IRModule
 from mlckit.ir.name_supply import NameSupply
 from mlckit.runtime.cuda import is_device_array, numba_cuda
 from mlckit.runtime.module import BenchmarkResult, time_function
-from mlckit.runtime.ndarray import Device, aligned_copy, aligned_empty, cpu, cuda
+from mlckit.runtime.ndarray import Device, aligned_copy, cpu, cuda
 from mlckit.target import Target
 from mlckit.tir.function import PrimFunc
 
@@ -70,18 +70,14 @@ class Executable:
         """Execute the relax functions' code in a fresh namespace bound to the kernels."""
         import numpy as np
 
-        constants = [aligned_copy(c.data.numpy()) for c in self.constants]
-        namespace: dict[str, Any] = {
-            "np": np,
-            "aligned_empty": aligned_empty,
-            "constants": constants,
-            "cuda": None,
-        }
+        # One aligned copy each: the kernels must not write into the module's constants.
+        constants = [aligned_copy(np.asarray(c.data)) for c in self.constants]
+        namespace: dict[str, Any] = {"np": np, "constants": constants, "cuda": None}
         if self.target.kind == "cuda":
             cuda = numba_cuda()
             namespace["cuda"] = cuda
             namespace["constants"] = [cuda.to_device(c) for c in constants]
-        for name in VM_RUNTIME_NAMES - {"np", "aligned_empty", "constants", "cuda"}:
+        for name in VM_RUNTIME_NAMES - {"np", "constants", "cuda"}:
             namespace[name] = getattr(runtime, name)
         for name, kernel in self.kernels.items():
             func = kernel.func

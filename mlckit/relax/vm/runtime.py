@@ -14,6 +14,7 @@ import numpy as np
 from mlckit.errors import VMError
 from mlckit.runtime.cuda import is_device_array, to_device
 from mlckit.runtime.ndarray import Device, NDArray, cuda
+from mlckit.runtime.ndarray import aligned_empty as aligned_empty  # for the generated code
 from mlckit.runtime.registry import get_global_func
 
 
