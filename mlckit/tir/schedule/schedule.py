@@ -10,23 +10,29 @@ student holds stay meaningful across steps because they name things by identity:
   return new handles, and a handle to a loop that no longer exists says so).
 
 Every primitive is a function registered with :func:`primitive` (in ``primitives/``); the
-registration wraps it so that a call is recorded in ``sch.trace`` and, if it raises, the
-schedule is left exactly as it was and the error is a :class:`ScheduleError` naming the
-primitive.
+registration wraps it so that its arguments are checked against the function's annotations
+(a BlockRV where a block is expected, an integer where an ``int`` is, a list of them where a
+``Sequence`` is: :func:`check_arguments`), a call is recorded in ``sch.trace`` and, if it
+raises, the schedule is left exactly as it was and the error is a :class:`ScheduleError`
+naming the primitive.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
+import numbers
 import random
-from collections.abc import Callable, Iterator
+import types
+import typing
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from mlckit.errors import MLCError, ScheduleError
 from mlckit.ir.module import IRModule
 
 from .. import stmt as S
-from ..expr import Var
+from ..expr import PrimExpr, Var
 from ..function import PrimFunc
 from ..stmt_functor import StmtExprMutator
 from .trace import Instruction, Trace
@@ -138,7 +144,11 @@ class Schedule:
             return self.block_realize(rv).block
         if isinstance(rv, LoopRV):
             return self.loop(rv)
-        return int(rv)
+        if isinstance(rv, numbers.Integral):
+            return int(rv)
+        raise ScheduleError(
+            f"get: expected a block or loop handle or a sampled value, not {_short(rv)}"
+        )
 
     def block_realize(self, rv: BlockRV) -> S.BlockRealize:
         for realize in self.walk_blocks(self.func.body):
@@ -200,24 +210,11 @@ class Schedule:
         self._mod[self.func_name] = func
 
     # ------------------------------------------------------------------ basic queries
-    def get_block(self, name: str, func_name: str | None = None) -> BlockRV:
-        return self._record("get_block", _get_block, (name,), {"func_name": func_name})
+    # (get_block, get_loops, ... are registered below like every other primitive)
 
     # Newer TVM spelling (tvm.s_tir.Schedule).
     def get_sblock(self, name: str, func_name: str | None = None) -> BlockRV:
-        return self.get_block(name, func_name)
-
-    def get_loops(self, block: BlockRV) -> list[LoopRV]:
-        return self._record("get_loops", _get_loops, (block,), {})
-
-    def get_child_blocks(self, block_or_loop: BlockRV | LoopRV) -> list[BlockRV]:
-        return self._record("get_child_blocks", _get_child_blocks, (block_or_loop,), {})
-
-    def get_producers(self, block: BlockRV) -> list[BlockRV]:
-        return self._record("get_producers", _get_producers, (block,), {})
-
-    def get_consumers(self, block: BlockRV) -> list[BlockRV]:
-        return self._record("get_consumers", _get_consumers, (block,), {})
+        return self.get_block(name, func_name)  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ recording
     def _record(self, kind: str, impl: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
@@ -248,6 +245,7 @@ def primitive(kind: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def register(impl: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(impl)
         def method(self: Schedule, *args: Any, **kwargs: Any) -> Any:
+            check_arguments(kind, impl, args, kwargs)
             return self._record(kind, impl, args, kwargs)
 
         setattr(Schedule, kind, method)
@@ -256,7 +254,118 @@ def primitive(kind: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return register
 
 
+# ---------------------------------------------------------------------- argument kinds
+# A primitive's arguments are checked before it touches the function, so that a block handle
+# given for a loop, a float tile size or a string for a list is refused by name instead of
+# surfacing later as an AttributeError deep inside. Each primitive's annotations say what it
+# takes; these are the kinds they use (anything else is matched with isinstance).
+_KIND_NAMES: dict[Any, str] = {
+    BlockRV: "a block handle (BlockRV, from sch.get_block)",
+    LoopRV: "a loop handle (LoopRV, from sch.get_loops or sch.split)",
+    int: "an integer",
+    float: "a number",
+    bool: "True or False",
+    str: "a string",
+    PrimExpr: "an integer expression (PrimExpr)",
+    type(None): "None",
+}
+
+
+def check_arguments(
+    kind: str, impl: Callable[..., Any], args: tuple, kwargs: dict
+) -> inspect.BoundArguments:
+    """Bind ``args``/``kwargs`` to ``impl(sch, ...)`` and check each against its annotation;
+    raise ScheduleError naming the primitive, the argument and what it expected."""
+    signature, hints = _annotations(impl)
+    try:
+        bound = signature.bind(None, *args, **kwargs)
+    except TypeError as err:
+        params = ", ".join(list(signature.parameters)[1:])
+        raise ScheduleError(f"{kind}: {err} (it takes: {params})") from None
+    for name, value in list(bound.arguments.items())[1:]:
+        hint = hints.get(name, Any)
+        variadic = signature.parameters[name].kind is inspect.Parameter.VAR_POSITIONAL
+        for i, item in enumerate(value if variadic else (value,)):
+            if not _matches(item, hint):
+                which = f"argument {i + 1} ({name})" if variadic else f"argument {name!r}"
+                raise ScheduleError(
+                    f"{kind}: {which} must be {_kind_name(hint)}, not {_short(item)}"
+                    + _wrong_element(item, hint)
+                )
+    return bound
+
+
+@functools.cache
+def _annotations(impl: Callable[..., Any]) -> tuple[inspect.Signature, dict[str, Any]]:
+    return inspect.signature(impl), typing.get_type_hints(impl)
+
+
+def _alternatives(hint: Any) -> tuple[Any, ...]:
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    return typing.get_args(hint) if union else (hint,)
+
+
+def _matches(value: Any, hint: Any) -> bool:
+    if hint is Any:
+        return True
+    alternatives = _alternatives(hint)
+    if len(alternatives) > 1:
+        return any(_matches(value, h) for h in alternatives)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is tuple:
+        return (
+            isinstance(value, (tuple, list))
+            and len(value) == len(args)
+            and all(map(_matches, value, args))
+        )
+    if origin in (Sequence, list):  # a str is a Sequence too, but never a list of anything
+        return isinstance(value, (tuple, list)) and all(_matches(v, args[0]) for v in value)
+    if hint is Callable or origin is Callable:
+        return callable(value)
+    if hint is int:  # numpy integers and sampled values (ExprRV) count; True does not
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if hint is bool:
+        return isinstance(value, numbers.Integral)
+    return isinstance(value, hint)
+
+
+def _kind_name(hint: Any) -> str:
+    alternatives = _alternatives(hint)
+    if len(alternatives) > 1:
+        return " or ".join(_kind_name(h) for h in alternatives)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is tuple:
+        return f"a pair ({', '.join(_kind_name(h) for h in args)})"
+    if origin in (Sequence, list):
+        return f"a list (each element {_kind_name(args[0])})"
+    if hint is Callable or origin is Callable:
+        return "a function"
+    return _KIND_NAMES.get(hint, getattr(hint, "__name__", str(hint)))
+
+
+def _wrong_element(value: Any, hint: Any) -> str:
+    """Which element of a list is wrong, when a list parameter refuses a list."""
+    if not isinstance(value, (tuple, list)):
+        return ""
+    for option in _alternatives(hint):
+        if typing.get_origin(option) in (Sequence, list):
+            element = typing.get_args(option)[0]
+            wrong = [i for i, item in enumerate(value) if not _matches(item, element)]
+            if wrong:
+                return f"; element {wrong[0]} is {_short(value[wrong[0]])}"
+    return ""
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return f"{text} (of type {type(value).__name__})"
+
+
 # ---------------------------------------------------------------------- the queries
+@primitive("get_block")
 def _get_block(sch: Schedule, name: str, func_name: str | None = None) -> BlockRV:
     if func_name is not None:
         sch.work_on(func_name)
@@ -265,11 +374,13 @@ def _get_block(sch: Schedule, name: str, func_name: str | None = None) -> BlockR
     return rv
 
 
+@primitive("get_loops")
 def _get_loops(sch: Schedule, block: BlockRV) -> list[LoopRV]:
     realize = sch.block_realize(block)
     return [LoopRV(loop.loop_var) for loop in sch.loops_above(realize)]
 
 
+@primitive("get_child_blocks")
 def _get_child_blocks(sch: Schedule, parent: BlockRV | LoopRV) -> list[BlockRV]:
     if isinstance(parent, BlockRV):
         body = sch.block_realize(parent).block.body
@@ -281,10 +392,12 @@ def _get_child_blocks(sch: Schedule, parent: BlockRV | LoopRV) -> list[BlockRV]:
     return children
 
 
+@primitive("get_producers")
 def _get_producers(sch: Schedule, block: BlockRV) -> list[BlockRV]:
     return _get_neighbours(sch, block, "producers")
 
 
+@primitive("get_consumers")
 def _get_consumers(sch: Schedule, block: BlockRV) -> list[BlockRV]:
     return _get_neighbours(sch, block, "consumers")
 

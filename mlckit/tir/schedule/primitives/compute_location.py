@@ -31,7 +31,7 @@ Edit = Callable[[S.Stmt], list[S.Stmt]]
 def compute_at(
     sch: Schedule,
     block: BlockRV,
-    loop: LoopRV,
+    loop: LoopRV | str,
     preserve_unit_loops: bool = False,
     index: int = -1,
 ) -> None:

@@ -9,6 +9,7 @@ violated condition when it cannot apply (the schedule then rolls back by itself)
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Sequence
 from itertools import pairwise
@@ -28,7 +29,7 @@ from ..schedule import BlockRV, LoopRV, Schedule, _walk_until_block, primitive
 def split(
     sch: Schedule,
     loop: LoopRV,
-    factors: Sequence[Any],
+    factors: Sequence[int | E.PrimExpr | None],
     preserve_unit_iters: bool = True,
     disable_predication: bool = False,
 ) -> list[LoopRV]:
@@ -37,6 +38,7 @@ def split(
     ``for i in range(n)`` with factors ``[None, 4]`` becomes ``for i_0 in range(ceil(n/4))``,
     ``for i_1 in range(4)`` with ``i = i_0 * 4 + i_1``; when 4 does not divide ``n`` the blocks
     inside get the predicate ``i_0 * 4 + i_1 < n`` so no iteration runs past the end.
+    Each factor is a positive integer or an integer expression (a symbolic extent).
     """
     node = sch.loop(loop)
     dtype = node.loop_var.dtype
@@ -47,27 +49,13 @@ def split(
     unknown = [i for i, f in enumerate(factors) if f is None]
     if len(unknown) > 1:
         raise ScheduleError(f"split: at most one factor of loop {_name(node)} can be None")
-    known = []
-    for f in factors:
-        if f is None:
-            continue
-        value = E.convert(int(f) if isinstance(f, int) else f, dtype)
-        if isinstance(value, E.IntImm) and value.value <= 0:
-            raise ScheduleError(
-                f"split: factor {value.value} of loop {_name(node)} must be positive"
-            )
-        known.append(value)
+    given = {i: _factor(f, dtype, node) for i, f in enumerate(factors) if f is not None}
     product = E.make_const(1, dtype)
-    for value in known:
+    for value in given.values():
         product = product * value
     product = analyzer.simplify(product)
-    extents: list[E.PrimExpr] = []
-    for f in factors:
-        if f is None:
-            inferred = analyzer.simplify(E.FloorDiv(extent + product - 1, product))
-            extents.append(inferred)
-        else:
-            extents.append(E.convert(int(f) if isinstance(f, int) else f, dtype))
+    inferred = analyzer.simplify(E.FloorDiv(extent + product - 1, product))
+    extents = [given.get(i, inferred) for i in range(len(factors))]
     total = E.make_const(1, dtype)
     for value in extents:
         total = total * value
@@ -93,6 +81,20 @@ def split(
     return [LoopRV(v) for v in new_vars]
 
 
+def _factor(value: int | E.PrimExpr, dtype: str, loop: S.For) -> E.PrimExpr:
+    """A split factor as an expression of the loop's dtype: a positive integer constant, or an
+    integer expression (a loop's extent must be a whole number of iterations)."""
+    if isinstance(value, E.PrimExpr) and not value.dtype.startswith(("int", "uint")):
+        raise ScheduleError(
+            f"split: factor {value.script()} of loop {_name(loop)} has dtype {value.dtype}; "
+            "factors must be integers"
+        )
+    factor = E.convert(int(value), dtype) if isinstance(value, numbers.Integral) else value
+    if isinstance(factor, E.IntImm) and factor.value <= 0:
+        raise ScheduleError(f"split: factor {factor.value} of loop {_name(loop)} must be positive")
+    return factor
+
+
 def add_predicate(stmt: S.Stmt, condition: E.PrimExpr) -> S.Stmt:
     """``stmt`` with ``condition`` and-ed into the predicate of each outermost block in it."""
     from mlckit.arith import simplify
@@ -108,7 +110,9 @@ def add_predicate(stmt: S.Stmt, condition: E.PrimExpr) -> S.Stmt:
 
 
 @primitive("fuse")
-def fuse(sch: Schedule, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
+def fuse(
+    sch: Schedule, *loops: LoopRV | Sequence[LoopRV], preserve_unit_iters: bool = True
+) -> LoopRV:
     """Fuse perfectly nested loops (outermost first) into one loop over their product.
 
     ``for i in range(4): for j in range(8):`` becomes ``for i_j_fused in range(32):`` with
@@ -201,7 +205,7 @@ class _SimplifyBindings(StmtExprMutator):
 
 
 @primitive("reorder")
-def reorder(sch: Schedule, *ordered_loops: LoopRV) -> None:
+def reorder(sch: Schedule, *ordered_loops: LoopRV | Sequence[LoopRV]) -> None:
     """Put the given loops in the given order (outermost first) among themselves.
 
     The loops must lie on one chain of perfectly nested loops under one block scope; loops

@@ -26,7 +26,6 @@ primitive also takes ``decision=`` itself, to force a draw by hand.
 from __future__ import annotations
 
 import functools
-import inspect
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -34,7 +33,7 @@ from typing import Any
 from mlckit.errors import ScheduleError
 
 from ... import expr as E
-from ..schedule import BlockRV, ExprRV, LoopRV, Schedule, _get_consumers
+from ..schedule import BlockRV, ExprRV, LoopRV, Schedule, _get_consumers, check_arguments
 
 # Decisions of sample_compute_location that are not loop positions, as in TVM.
 INLINE_DECISION = -2
@@ -49,20 +48,15 @@ class LocationMark(str):
 def sampling_primitive(kind: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``impl(sch, ..., decision) -> (output, decision)`` as schedule method ``kind``.
 
-    Like :func:`~mlckit.tir.schedule.primitive` (atomic, recorded), but the instruction keeps
-    the decision apart from the arguments: the trace prints it as ``decision=...`` and a replay
-    passes it back.
+    Like :func:`~mlckit.tir.schedule.primitive` (arguments checked, atomic, recorded), but the
+    instruction keeps the decision apart from the arguments: the trace prints it as
+    ``decision=...`` and a replay passes it back.
     """
 
     def register(impl: Callable[..., Any]) -> Callable[..., Any]:
-        signature = inspect.signature(impl)
-
         @functools.wraps(impl)
         def method(self: Schedule, *args: Any, **kwargs: Any) -> Any:
-            try:
-                bound = signature.bind(self, *args, **kwargs)
-            except TypeError as err:
-                raise ScheduleError(f"{kind}: {err}") from None
+            bound = check_arguments(kind, impl, args, kwargs)
             bound.apply_defaults()
             given = bound.arguments.pop("decision")
             inputs = tuple(bound.arguments.values())[1:]
