@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import numbers
 import random
 import types
@@ -153,6 +154,7 @@ class Schedule:
     def block_realize(self, rv: BlockRV) -> S.BlockRealize:
         for realize in self.walk_blocks(self.func.body):
             if realize.block.name_hint == rv.name:
+                _check_not_in_init(self.func.body, realize)
                 return realize
         raise ScheduleError(
             f"no block named {rv.name!r} in function {self.func_name!r}"
@@ -476,6 +478,21 @@ class _Replace(StmtExprMutator):
         if isinstance(value, (S.Stmt, tuple, list)):
             return super().visit(value)
         return value  # expressions never contain statements
+
+
+def _check_not_in_init(body: S.Stmt, realize: S.BlockRealize) -> None:
+    """Refuse a block inside another block's ``T.init()`` (blockize puts one there): it runs
+    only on the first iteration of the outer reduction, which no primitive accounts for (TVM
+    does not even list such blocks)."""
+    path = _path_to(body, realize) or []
+    for parent, child in itertools.pairwise(path):
+        if isinstance(parent, S.Block) and child is parent.init:
+            raise ScheduleError(
+                f"block {realize.block.name_hint!r} is inside the T.init() of block "
+                f"{parent.name_hint!r}, where no primitive can work on it; "
+                f"decompose_reduction of block {parent.name_hint!r} first makes its init a "
+                "block of its own"
+            )
 
 
 def _did_you_mean(name: str, candidates: list[str]) -> str:

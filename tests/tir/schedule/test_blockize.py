@@ -162,3 +162,32 @@ def test_bad_blockizes_raise_and_leave_the_schedule_unchanged(func, loop, messag
         sch.blockize(loops[loop])
     assert_structural_equal(sch.mod["main"], func)
     assert len(sch.trace) == 2
+
+
+def _blockized_matmul() -> tuple[tir.Schedule, tir.schedule.BlockRV]:
+    """mm_relu with Y blockized over j: Y_o's T.init() holds the loop nest of block Y_init."""
+    sch = tir.Schedule(mm_relu)
+    _, j, _ = sch.get_loops(sch.get_block("Y"))
+    return sch, sch.blockize(j)
+
+
+def test_a_block_inside_an_init_cannot_be_scheduled():
+    sch, _ = _blockized_matmul()
+    before = sch.mod
+    with pytest.raises(ScheduleError, match="'Y_init' is inside the T.init\\(\\) of block 'Y_o'"):
+        sch.cache_write(sch.get_block("Y_init"), 0, "local")
+    assert_structural_equal(sch.mod, before)
+
+
+def test_cache_write_under_a_block_whose_init_writes_the_buffer_is_refused():
+    sch, _ = _blockized_matmul()
+    with pytest.raises(ScheduleError, match="also written by the T.init\\(\\) of .* 'Y_o'"):
+        sch.cache_write(sch.get_block("Y"), 0, "local")
+
+
+def test_after_decompose_reduction_the_init_block_can_be_scheduled():
+    sch, outer = _blockized_matmul()
+    (i,) = sch.get_loops(outer)
+    sch.decompose_reduction(outer, i)
+    sch.cache_write(sch.get_block("Y_init"), 0, "local")
+    assert_same_numerics(mm_relu, sch.mod, [(128, 128)] * 3)

@@ -84,6 +84,15 @@ def cache_write(
     buffer = _nth_buffer("cache_write", realize.block, write_buffer_index, "write")
     scope = scope_block(sch, realize)
     _sole_writer("cache_write", scope, buffer)  # the block itself, or it raises
+    if scope.init is not None and any(
+        isinstance(node, S.BufferStore) and node.buffer is buffer for node in _walk(scope.init)
+    ):
+        # The init would go on writing the original, which the copy back then overwrites.
+        raise ScheduleError(
+            f"cache_write: buffer {buffer.name!r} of block {realize.block.name_hint!r} is also "
+            f"written by the T.init() of the enclosing block {scope.name_hint!r}; "
+            f"decompose_reduction of block {scope.name_hint!r} first"
+        )
     cache = with_scope(buffer, storage_scope)
     loc, pos = _CacheLocation.find(scope, realize.block, buffer)
     region = _produced_region(sch, realize, buffer, loc)
