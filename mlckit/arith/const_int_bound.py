@@ -2,6 +2,12 @@
 
 Internally bounds are pairs of Python ints, with ``math.inf`` standing for "unbounded"; the
 public :class:`ConstIntBound` turns those into TVM's sentinels ``POS_INF``/``NEG_INF``.
+
+Bounds follow the expression's dtype: integer arithmetic wraps around at the dtype's width
+(as the generated code does), so an int32 ``i * j`` with ``i, j < 65536``, whose exact value
+may pass 2**31 - 1, can be any int32 value, not "at most 2**31 - 1". A variable nothing is
+known about is unbounded, and taken not to wrap (``x < x + 1``), as in TVM: only bounds that
+are known, and pass the dtype's limits, make a value wrap.
 """
 
 from __future__ import annotations
@@ -84,6 +90,24 @@ def dtype_interval(dtype: str) -> Interval:
     lo = -INF if info.min <= ConstIntBound.NEG_INF else int(info.min)
     hi = INF if info.max >= ConstIntBound.POS_INF else int(info.max)
     return lo, hi
+
+
+def representable(dtype: str) -> Interval:
+    """The exact range of values an integer dtype holds (every value for other dtypes)."""
+    if is_bool(dtype):
+        return 0, 1
+    if not is_int(dtype):
+        return EVERYTHING
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def fits(interval: Interval, dtype: str) -> bool:
+    """Whether every finite bound of ``interval`` is a value of ``dtype``: a value computed
+    exactly within it is what the wrapping arithmetic of that dtype computes too."""
+    lo, hi = representable(dtype)
+    low, high = interval
+    return (math.isinf(low) or low >= lo) and (math.isinf(high) or high <= hi)
 
 
 # ---------------------------------------------------------------------------- arithmetic
@@ -176,12 +200,23 @@ class BoundEvaluator:
         self.var_bound = var_bound
         self._memo: dict[int, tuple[PrimExpr, Interval]] = {}
         self._let: dict[int, Interval] = {}
+        # Set when some sub-expression's known bounds passed its dtype's limits.
+        self.wrapped = False
 
     def __call__(self, expr: PrimExpr) -> Interval:
+        """The bounds of ``expr`` within its dtype's range."""
+        return intersect(self.exact(expr), dtype_interval(expr.dtype))
+
+    def exact(self, expr: PrimExpr) -> Interval:
+        """The bounds of ``expr`` as an integer, infinite where nothing is known; the whole
+        dtype where known bounds pass its limits (the value wraps around)."""
         hit = self._memo.get(id(expr))
         if hit is not None:
             return hit[1]
-        result = intersect(self._eval(expr), dtype_interval(expr.dtype))
+        result = self._eval(expr)
+        if not fits(result, expr.dtype):
+            self.wrapped = True
+            result = dtype_interval(expr.dtype)
         self._memo[id(expr)] = (expr, result)
         return result
 
@@ -196,36 +231,36 @@ class BoundEvaluator:
                 lo = max(lo, 0)
             return lo, hi
         if isinstance(e, Add):
-            return add(self(e.a), self(e.b))
+            return add(self.exact(e.a), self.exact(e.b))
         if isinstance(e, Sub):
-            return sub(self(e.a), self(e.b))
+            return sub(self.exact(e.a), self.exact(e.b))
         if isinstance(e, Mul):
-            return mul(self(e.a), self(e.b))
+            return mul(self.exact(e.a), self.exact(e.b))
         if isinstance(e, FloorDiv):
-            return floordiv(self(e.a), self(e.b))
+            return floordiv(self.exact(e.a), self.exact(e.b))
         if isinstance(e, FloorMod):
-            return floormod(self(e.a), self(e.b))
+            return floormod(self.exact(e.a), self.exact(e.b))
         if isinstance(e, Div) and is_int(e.dtype):
-            return truncdiv(self(e.a), self(e.b))
+            return truncdiv(self.exact(e.a), self.exact(e.b))
         if isinstance(e, Mod) and is_int(e.dtype):
-            return truncmod(self(e.a), self(e.b))
+            return truncmod(self.exact(e.a), self.exact(e.b))
         if isinstance(e, Min):
-            a, b = self(e.a), self(e.b)
+            a, b = self.exact(e.a), self.exact(e.b)
             return min(a[0], b[0]), min(a[1], b[1])
         if isinstance(e, Max):
-            a, b = self(e.a), self(e.b)
+            a, b = self.exact(e.a), self.exact(e.b)
             return max(a[0], b[0]), max(a[1], b[1])
         if isinstance(e, Select):
-            return union(self(e.true_value), self(e.false_value))
+            return union(self.exact(e.true_value), self.exact(e.false_value))
         if isinstance(e, Cast):
-            inner = self(e.value) if is_int(e.value.dtype) or is_bool(e.value.dtype) else None
+            inner = self.exact(e.value) if is_int(e.value.dtype) or is_bool(e.value.dtype) else None
             target = dtype_interval(e.dtype)
             if inner is not None and target[0] <= inner[0] and inner[1] <= target[1]:
                 return inner
             return target
         if isinstance(e, Let):
-            self._let[id(e.var)] = self(e.value)
-            return self(e.body)
+            self._let[id(e.var)] = self.exact(e.value)
+            return self.exact(e.body)
         if isinstance(e, (EQ, NE, LT, LE, GT, GE, And, Or, Not)):
             return 0, 1
         return dtype_interval(e.dtype)

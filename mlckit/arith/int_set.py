@@ -110,7 +110,11 @@ class IntSetEvaluator:
         self.dom = dom
 
     def __call__(self, expr: PrimExpr) -> IntervalSet:
-        return self._eval(self.analyzer.simplify(expr))
+        expr = self.analyzer.simplify(expr)
+        if self.depends(expr) and self.analyzer.wraps_over(expr, self._const_dom()):
+            # Somewhere in the relaxed ranges the value wraps around: it can be anything.
+            return IntervalSet.everything()
+        return self._eval(expr)
 
     # bound helpers: None is -inf for a lower bound and +inf for an upper one
     def _s(self, expr: PrimExpr) -> PrimExpr:
@@ -219,12 +223,12 @@ class IntSetEvaluator:
             lo = (
                 -float("inf")
                 if dom.min_value is None
-                else self.analyzer.const_int_bound(dom.min_value).to_interval()[0]
+                else self.analyzer.exact_bound(dom.min_value)[0]
             )
             hi = (
                 float("inf")
                 if dom.max_value is None
-                else self.analyzer.const_int_bound(dom.max_value).to_interval()[1]
+                else self.analyzer.exact_bound(dom.max_value)[1]
             )
             out[key] = (lo, hi)
         return out

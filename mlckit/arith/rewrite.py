@@ -49,7 +49,7 @@ from mlckit.tir.expr import (
 
 from . import canonical as cn
 from .canonical import AtomTable, KeyCache, Poly
-from .const_int_bound import BoundEvaluator, Interval
+from .const_int_bound import BoundEvaluator, Interval, fits
 from .const_int_bound import mul as _mul_interval
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ class Rewriter:
                 q = _truncdiv(ca, c)
                 return cn.const_poly(q if is_div else ca - q * c)
             # Truncating division agrees with floor division for a non-negative dividend.
-            if c > 0 and (floor or self._poly_bound(pa)[0] >= 0):
+            if c > 0 and (floor or self._exact_bound(pa, dtype)[0] >= 0):
                 return self._floordiv(pa, c, dtype) if is_div else self._floormod(pa, c, dtype)
         op = type(e)
         return self._atom(op(self.to_expr(pa, dtype), b))
@@ -273,7 +273,7 @@ class Rewriter:
         q, r = self._split(p, c)
         if not r or c == 1:
             return cn.add(q, r)
-        lo, hi = self._poly_bound(r)
+        lo, hi = self._exact_bound(r, dtype)
         if not math.isinf(lo) and not math.isinf(hi) and lo // c == hi // c:
             return cn.add(q, cn.const_poly(int(lo) // c))
         g = math.gcd(c, *r.values())
@@ -290,7 +290,7 @@ class Rewriter:
         _, r = self._split(p, c)
         if not r or c == 1:
             return {}
-        lo, hi = self._poly_bound(r)
+        lo, hi = self._exact_bound(r, dtype)
         if not math.isinf(lo) and not math.isinf(hi) and lo // c == hi // c:
             return cn.add(r, cn.const_poly(-c * (int(lo) // c)))
         g = math.gcd(c, *r.values())
@@ -352,9 +352,15 @@ class Rewriter:
         for mono, coeff in p.items():
             t: Interval = (coeff, coeff)
             for index in mono:
-                t = _mul_interval(t, self.bound(self.atoms.exprs[index]))
+                t = _mul_interval(t, self.bound.exact(self.atoms.exprs[index]))
             lo, hi = lo + t[0], hi + t[1]
         return lo, hi
+
+    def _exact_bound(self, p: Poly, dtype: str) -> Interval:
+        """Bounds of the value of ``p`` computed in ``dtype``: its exact bounds when they fit
+        the dtype (the wrapping arithmetic then computes the exact value), else unbounded."""
+        bound = self._poly_bound(p)
+        return bound if fits(bound, dtype) else (-math.inf, math.inf)
 
     # ------------------------------------------------------------------ comparisons
     def _compare(self, e: CmpExpr) -> PrimExpr:
@@ -371,16 +377,34 @@ class Rewriter:
                 return _true(True)
             return rebuild(e, [a, b])
         try:
-            diff = cn.add(self.poly(a), self.poly(b), -1)
-            decided = self.decide(op, diff, a.dtype)
+            pa, pb = self.poly(a), self.poly(b)
+            diff = cn.add(pa, pb, -1)
+            decided = self.decide(op, pa, pb, a.dtype)
             if decided is not None:
                 return _true(decided)
+            if not (fits(self._poly_bound(pa), a.dtype) and fits(self._poly_bound(pb), b.dtype)):
+                # Moving terms across a side that may wrap around changes what it means.
+                return rebuild(e, [a, b])
             return self._normalized_compare(op, diff, a.dtype, e, a, b)
         except IRError:
             return rebuild(e, [a, b])
 
-    def decide(self, op: type, diff: Poly, dtype: str) -> bool | None:
-        """Whether ``diff <op> 0`` always holds (True), never holds (False), or is unknown."""
+    def difference_bound(self, a: PrimExpr, b: PrimExpr) -> Interval | None:
+        """Bounds of the integer ``a - b`` (exact, not wrapped), or None when ``a`` or ``b``
+        may wrap around in their dtype (their values are then not what their formulas say)."""
+        pa, pb = self.poly(a), self.poly(b)
+        if not (fits(self._poly_bound(pa), a.dtype) and fits(self._poly_bound(pb), b.dtype)):
+            return None
+        return self._poly_bound(self.poly(self.analyzer.simplify(a - b)))
+
+    def decide(self, op: type, a: Poly, b: Poly, dtype: str) -> bool | None:
+        """Whether ``a <op> b`` always holds (True), never holds (False), or is unknown.
+
+        The bounds of ``a - b`` decide it when neither side may wrap around in ``dtype``; when
+        one may, only equality of the two polynomials (equal values, wrapped or not) decides."""
+        diff = cn.add(a, b, -1)
+        if not (fits(self._poly_bound(a), dtype) and fits(self._poly_bound(b), dtype)):
+            return None if diff else op in (EQ, LE, GE)
         lo, hi = self._poly_bound(diff)
         if (lo, hi) != (0, 0) and self.analyzer.has_symbolic_ranges():
             sym = self.analyzer.symbolic_interval(self.to_expr(diff, dtype))
@@ -427,7 +451,7 @@ class Rewriter:
             return a
         if is_int(e.dtype):
             try:
-                le = self.decide(LE, cn.add(self.poly(a), self.poly(b), -1), e.dtype)
+                le = self.decide(LE, self.poly(a), self.poly(b), e.dtype)
             except IRError:
                 le = None
             if le is not None:

@@ -16,7 +16,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from mlckit.ir.dtype import is_int
+from mlckit.errors import IRError
+from mlckit.ir.dtype import is_bool, is_int
 from mlckit.tir.expr import (
     EQ,
     GE,
@@ -34,7 +35,14 @@ from mlckit.tir.expr import (
 )
 
 from .canonical import KeyCache
-from .const_int_bound import BoundEvaluator, ConstIntBound, Interval, dtype_interval, intersect
+from .const_int_bound import (
+    EVERYTHING,
+    BoundEvaluator,
+    ConstIntBound,
+    Interval,
+    dtype_interval,
+    intersect,
+)
 from .errors import ArithError
 from .int_set import IntervalSet, IntSetEvaluator, normalize_dom_map
 from .rewrite import Rewriter
@@ -70,8 +78,8 @@ class Analyzer:
             value = value.min
         if isinstance(value, Range):
             dom = IntervalSet.from_range(value, self)
-            lo = self.const_int_bound(dom.min_value).to_interval()[0]
-            hi = self.const_int_bound(dom.max_value).to_interval()[1]
+            lo = self.exact_bound(dom.min_value)[0]
+            hi = self.exact_bound(dom.max_value)[1]
             self._check_rebind(var, (dom.min_value, dom.max_value), allow_override)
             self._const[id(var)] = (var, (lo, hi))
             self._ranges[id(var)] = (var, dom)
@@ -135,20 +143,22 @@ class Analyzer:
         _, dom = self._ranges.get(id(a), (a, IntervalSet.everything()))
         if upper is not None:
             upper = self.simplify(upper)
-            hi = min(hi, self.const_int_bound(upper).to_interval()[1])
+            hi = min(hi, self.exact_bound(upper)[1])
             dom = IntervalSet(dom.min_value, upper)
         if lower is not None:
             lower = self.simplify(lower)
-            lo = max(lo, self.const_int_bound(lower).to_interval()[0])
+            lo = max(lo, self.exact_bound(lower)[0])
             dom = IntervalSet(lower, dom.max_value)
         self._const[id(a)] = (a, (lo, hi))
         self._ranges[id(a)] = (a, dom)
 
     # ------------------------------------------------------------------ what rewriters ask
     def var_interval(self, var: Var) -> Interval:
-        """The constant bounds known for ``var`` (its dtype's range when nothing is known)."""
+        """The constant bounds known for ``var`` (unbounded when nothing is known)."""
         known = self._const.get(id(var))
-        return known[1] if known is not None else dtype_interval(var.dtype)
+        if known is not None:
+            return known[1]
+        return dtype_interval(var.dtype) if is_bool(var.dtype) else EVERYTHING
 
     def substitution(self, var: Var) -> PrimExpr | None:
         known = self._subst.get(id(var))
@@ -182,9 +192,9 @@ class Analyzer:
                     continue
                 s = evaluator(expr)
                 if s.min_value is not None:
-                    lo = max(lo, self.const_int_bound(s.min_value).to_interval()[0])
+                    lo = max(lo, self.exact_bound(s.min_value)[0])
                 if s.max_value is not None:
-                    hi = min(hi, self.const_int_bound(s.max_value).to_interval()[1])
+                    hi = min(hi, self.exact_bound(s.max_value)[1])
             return lo, hi
         finally:
             self._proving = False
@@ -196,6 +206,17 @@ class Analyzer:
             return overrides[id(var)] if id(var) in overrides else self.var_interval(var)
 
         return BoundEvaluator(var_bound)(self.simplify(expr))
+
+    def wraps_over(self, expr: PrimExpr, overrides: Mapping[int, Interval]) -> bool:
+        """Whether ``expr`` may wrap around its dtype (or a sub-expression its own) when the
+        variables keyed by id in overrides range there."""
+
+        def var_bound(var: Var) -> Interval:
+            return overrides[id(var)] if id(var) in overrides else self.var_interval(var)
+
+        evaluator = BoundEvaluator(var_bound)
+        evaluator.exact(self.simplify(expr))
+        return evaluator.wrapped
 
     # ------------------------------------------------------------------ questions
     def simplify(self, expr: Any, steps: int = 2) -> PrimExpr:
@@ -222,6 +243,11 @@ class Analyzer:
         """Constant lower and upper bounds of an integer expression."""
         expr = self.simplify(expr)
         return ConstIntBound.from_interval(BoundEvaluator(self.var_interval)(expr))
+
+    def exact_bound(self, expr: Any) -> Interval:
+        """The bounds of an integer expression's value, infinite where nothing is known (see
+        :meth:`BoundEvaluator.exact`); what the analyzer reasons with internally."""
+        return BoundEvaluator(self.var_interval).exact(self.simplify(expr))
 
     def int_set(self, expr: Any, dom_map: Mapping[Var, Any] | None = None) -> IntervalSet:
         """The (symbolic) interval ``expr`` covers when the vars of dom_map range over it.
@@ -253,8 +279,11 @@ class Analyzer:
         test = tests.get(type(cond))
         if test is None or not (is_int(cond.a.dtype) and is_int(cond.b.dtype)):
             return False
-        bound = self.const_int_bound(self.simplify(cond.a - cond.b))
-        return test(bound.min_value, bound.max_value)
+        try:
+            bound = Rewriter(self).difference_bound(cond.a, cond.b)
+        except IRError:
+            return False  # a coefficient does not fit the dtype
+        return bound is not None and test(*bound)
 
     def can_prove_equal(self, a: Any, b: Any) -> bool:
         a, b = convert(a), convert(b)
