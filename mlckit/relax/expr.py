@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from mlckit.errors import IRError, MLCError
+from mlckit.errors import IRError, MLCError, StructInfoError
+from mlckit.ir.dtype import check_dtype
 from mlckit.ir.module import BaseFunc, GlobalVar
 from mlckit.ir.node import Node
 from mlckit.ir.op import Op
@@ -29,6 +30,7 @@ from .struct_info import (
     TupleStructInfo,
     _as_dim,
 )
+from .utils import format_struct_info
 
 _NODE = dict(frozen=True, eq=False, repr=False)
 
@@ -111,9 +113,20 @@ class Expr(Node):
         return op.negative(self)
 
     def __getitem__(self, index: int) -> "TupleGetItem":
-        if not isinstance(index, int):
-            raise MLCError("relax expressions can only be indexed by an integer (tuple field)")
         return TupleGetItem(self, index)
+
+    def __iter__(self) -> Iterator[Expr]:
+        # Without this, Python would iterate through __getitem__ with 0, 1, 2, ... and, for an
+        # expression whose length is unknown, never stop (list(x), `1 in x`, Tuple(x)).
+        sinfo = self.struct_info_
+        if isinstance(sinfo, TupleStructInfo):
+            return (TupleGetItem(self, i) for i in range(len(sinfo.fields)))
+        raise IRError(
+            f"{_describe(self)} is not a sequence: a relax expression stands for one value "
+            "computed at run time, so it has no items to iterate over. To make a tuple of it, "
+            "write relax.Tuple([x]) (a list of fields); to take field i of a tuple-valued "
+            "expression, write x[i]"
+        )
 
 
 @dataclass(**_NODE)
@@ -129,6 +142,11 @@ class Var(LeafExpr):
     _binds_like_var = True
 
     def __init__(self, name_hint: str, struct_info: StructInfo | None = None, *, span: Any = None):
+        if not isinstance(name_hint, str):
+            raise IRError(
+                f"relax.Var: the name must be a string, got {type(name_hint).__name__} "
+                f"({name_hint!r})"
+            )
         if struct_info is not None and not isinstance(struct_info, StructInfo):
             raise IRError(
                 f"relax.Var({name_hint!r}, ...): expected a StructInfo such as "
@@ -192,7 +210,7 @@ class StringImm(LeafExpr):
     value: str = ""
 
     def __init__(self, value: str, *, span: Any = None):
-        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "value", _check_str(value, "relax.StringImm"))
         object.__setattr__(self, "struct_info_", ObjectStructInfo())
         object.__setattr__(self, "span", span)
 
@@ -202,7 +220,7 @@ class DataTypeImm(LeafExpr):
     value: str = ""
 
     def __init__(self, value: str, *, span: Any = None):
-        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "value", check_dtype(value, "relax.DataTypeImm dtype"))
         object.__setattr__(self, "struct_info_", ObjectStructInfo())
         object.__setattr__(self, "span", span)
 
@@ -225,6 +243,9 @@ class ShapeExpr(LeafExpr):
     def __getitem__(self, i: int) -> PrimExpr:  # type: ignore[override]
         return self.values[i]
 
+    def __iter__(self) -> Iterator[PrimExpr]:  # type: ignore[override]
+        return iter(self.values)
+
 
 @dataclass(**_NODE)
 class ExternFunc(LeafExpr):
@@ -235,7 +256,7 @@ class ExternFunc(LeafExpr):
     def __init__(
         self, global_symbol: str, struct_info: StructInfo | None = None, *, span: Any = None
     ):
-        object.__setattr__(self, "global_symbol", global_symbol)
+        object.__setattr__(self, "global_symbol", _check_str(global_symbol, "relax.ExternFunc"))
         object.__setattr__(self, "struct_info_", struct_info or FuncStructInfo.opaque_func())
         object.__setattr__(self, "span", span)
 
@@ -298,6 +319,12 @@ class Tuple(Expr):
     fields: tuple[Expr, ...] = ()
 
     def __init__(self, fields: Sequence[Any], *, span: Any = None):
+        if not isinstance(fields, (list, tuple)):
+            what = _describe(fields) if isinstance(fields, Expr) else type(fields).__name__
+            raise IRError(
+                f"relax.Tuple expects a list of fields, got {what}: write relax.Tuple([x]) "
+                "for a tuple of one field"
+            )
         fields = tuple(convert_to_expr(f) for f in fields)
         object.__setattr__(self, "fields", fields)
         sinfos = [f.struct_info_ for f in fields]
@@ -314,11 +341,80 @@ class Tuple(Expr):
     def __getitem__(self, i: int) -> Expr:  # type: ignore[override]
         return self.fields[i]
 
+    def __iter__(self) -> Iterator[Expr]:  # type: ignore[override]
+        return iter(self.fields)
+
+
+class TupleIndexError(StructInfoError, IndexError):
+    """A field index outside a tuple. An IndexError too, so that unpacking a tuple-valued
+    expression (``a, b = t``) stops where the tuple ends."""
+
 
 @dataclass(**_NODE)
 class TupleGetItem(Expr):
+    """``t[index]``: field ``index`` of a tuple-valued expression."""
+
     tuple_value: Expr = None  # type: ignore[assignment]
     index: int = 0
+
+    def __init__(self, tuple_value: Expr, index: int, *, span: Any = None):
+        if isinstance(index, np.integer):
+            index = int(index)
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise IRError(
+                f"a tuple field is selected by an integer, got {type(index).__name__} "
+                f"({index!r}): write t[0], t[1], ..."
+            )
+        if not isinstance(tuple_value, Expr):
+            raise IRError(
+                f"relax.TupleGetItem takes a relax expression, got {type(tuple_value).__name__}"
+            )
+        tuple_field_struct_info(tuple_value, index)  # refuse what the sinfo already rules out
+        object.__setattr__(self, "tuple_value", tuple_value)
+        object.__setattr__(self, "index", index)
+        object.__setattr__(self, "struct_info_", None)
+        object.__setattr__(self, "span", span)
+
+
+def tuple_field_struct_info(value: Expr, index: int) -> StructInfo | None:
+    """The struct info of ``value[index]`` (None while ``value``'s is unknown), or the error
+    that says why there is no such field."""
+    sinfo = value.struct_info_
+    if isinstance(sinfo, TupleStructInfo):
+        if not 0 <= index < len(sinfo.fields):
+            raise TupleIndexError(
+                f"TupleGetItem: index {index} is out of range: {_label(value)} is a tuple of "
+                f"{len(sinfo.fields)} fields ({format_struct_info(sinfo)}); fields count "
+                "from 0"
+            )
+        return sinfo.fields[index]
+    if index < 0:
+        raise TupleIndexError(f"TupleGetItem: index {index} is negative; tuple fields count from 0")
+    if sinfo is None or isinstance(sinfo, ObjectStructInfo):
+        return None if sinfo is None else ObjectStructInfo()
+    raise StructInfoError(
+        f"TupleGetItem: cannot take field {index} of {_label(value)}: it is "
+        f"{format_struct_info(sinfo)}, not a tuple"
+    )
+
+
+def _label(expr: Any) -> str:
+    return expr.name_hint if isinstance(expr, Var) else type(expr).__name__
+
+
+def _describe(expr: Any) -> str:
+    """How an error names an expression: ``relax.Var x (R.Tensor((4,), "float32"))``."""
+    name = f"relax.{type(expr).__name__}"
+    if isinstance(expr, Var):
+        name += f" {expr.name_hint}"
+    sinfo = getattr(expr, "struct_info_", None)
+    return f"{name} ({format_struct_info(sinfo)})" if sinfo is not None else name
+
+
+def _check_str(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise IRError(f"{what} takes a string, got {type(value).__name__} ({value!r})")
+    return value
 
 
 @dataclass(**_NODE)

@@ -43,6 +43,7 @@ from .expr import (
     TupleGetItem,
     Var,
     convert_to_expr,
+    tuple_field_struct_info,
 )
 from .expr_functor import ExprFunctor
 from .struct_info import (
@@ -135,7 +136,7 @@ class Normalizer(ExprFunctor):
             return op
         value = self._argument(op.tuple_value)
         node = op if value is op.tuple_value else TupleGetItem(value, op.index, span=op.span)
-        set_cached(node, "struct_info_", _tuple_getitem_struct_info(value, op.index))
+        set_cached(node, "struct_info_", tuple_field_struct_info(value, op.index))
         return node
 
     def visit_if_(self, op: If) -> Expr:
@@ -341,24 +342,6 @@ def _match_dims(
 
 
 # ---------------------------------------------------------------------------------- others
-def _tuple_getitem_struct_info(value: Expr, index: int) -> StructInfo:
-    sinfo = value.struct_info_
-    label = value.name_hint if isinstance(value, Var) else type(value).__name__
-    if isinstance(sinfo, TupleStructInfo):
-        if not 0 <= index < len(sinfo.fields):
-            raise StructInfoError(
-                f"TupleGetItem: index {index} is out of range: {label} is a tuple of "
-                f"{len(sinfo.fields)} fields ({format_struct_info(sinfo)})"
-            )
-        return sinfo.fields[index]
-    if isinstance(sinfo, ObjectStructInfo):
-        return ObjectStructInfo()
-    raise StructInfoError(
-        f"TupleGetItem: cannot take field {index} of {label}: it is "
-        f"{format_struct_info(sinfo)}, not a tuple"
-    )
-
-
 def _check_condition(cond: Expr) -> None:
     sinfo = cond.struct_info_
     ok = isinstance(sinfo, (PrimStructInfo, ObjectStructInfo)) or (

@@ -105,6 +105,14 @@ class TupleStructInfo(StructInfo):
     fields: tuple[StructInfo, ...] = ()
 
     def __init__(self, fields: Sequence[StructInfo], *, span: Any = None):
+        if not isinstance(fields, (list, tuple)) or not all(
+            isinstance(f, StructInfo) for f in fields
+        ):
+            raise IRError(
+                "relax.TupleStructInfo expects a list of StructInfo, one per field, got "
+                f"{_kinds(fields)}: write relax.TupleStructInfo([sinfo]) (an expression's is "
+                "x.struct_info)"
+            )
         object.__setattr__(self, "fields", tuple(fields))
         object.__setattr__(self, "span", span)
 
@@ -164,3 +172,10 @@ def _shape_ndim(shape: "Expr") -> int:
     if isinstance(sinfo, ShapeStructInfo):
         return sinfo.ndim
     return -1
+
+
+def _kinds(value: Any) -> str:
+    """What was passed where StructInfo was expected: ``a Var`` or ``a list of [int, Var]``."""
+    if isinstance(value, (list, tuple)):
+        return f"a {type(value).__name__} of [{', '.join(type(v).__name__ for v in value)}]"
+    return f"a {type(value).__name__}"

@@ -20,7 +20,7 @@ from mlckit.tir.function import PrimFunc
 
 from ..expr import Constant, Function
 from . import runtime
-from .codegen import VM_RUNTIME_NAMES, RelaxToPython
+from .codegen import VM_RESERVED, VM_RUNTIME_NAMES, RelaxToPython
 
 
 class Executable:
@@ -128,7 +128,7 @@ def build(
             from mlckit.tir.schedule.default_schedule import DefaultSchedule
 
             mod = DefaultSchedule()(mod)
-    globals_table = NameSupply(VM_RUNTIME_NAMES)
+    globals_table = NameSupply(VM_RESERVED)
     python_names = {gv.name_hint: globals_table.get(gv, gv.name_hint) for gv in mod.functions}
     kernels: dict[str, Kernel] = {}
     relax_sources: dict[str, str] = {}

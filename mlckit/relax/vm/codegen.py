@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlckit.backend.codegen import PrimExprPrinter
+from mlckit.backend.codegen import HELPER_SOURCE, RESERVED, PrimExprPrinter
 from mlckit.errors import BuildError
+from mlckit.ir.dtype import SCALAR_DTYPES
 from mlckit.ir.module import GlobalVar
 from mlckit.ir.name_supply import NameSupply
 from mlckit.ir.op import Op
@@ -72,6 +73,12 @@ VM_RUNTIME_NAMES = frozenset(
     }
 )
 
+# Every name the generated code uses on its own: the runtime's, the builtins and helpers the
+# shape arithmetic calls (the kernels' reserved words), the placeholder ``_`` of an unpacking,
+# and the module's ``__builtins__``. A user's name (a parameter ``β`` sanitizes to ``_``) never
+# takes one of them: it gets a suffix instead.
+VM_RESERVED = VM_RUNTIME_NAMES | RESERVED | set(HELPER_SOURCE) | {"_", "__builtins__"}
+
 _DPS_OPS = {"relax.call_tir", "relax.call_dps_packed"}
 _KILL_OPS = {"relax.memory.kill_storage", "relax.memory.kill_tensor"}
 
@@ -101,7 +108,7 @@ class RelaxToPython:
         self.used = set(used_vars(func))
         # The size in bytes of each storage of R.memory.alloc_storage, to check views against.
         self.storage_sizes: dict[Var, E.PrimExpr] = {}
-        self.names = NameSupply(VM_RUNTIME_NAMES | set(globals_.values()))
+        self.names = NameSupply(VM_RESERVED | set(globals_.values()))
         self.prim = PrimExprPrinter(self.names)
         self.defined_dims: set[int] = set()
         self.lines: list[str] = []
@@ -204,7 +211,7 @@ class RelaxToPython:
                 )
 
     def func_label(self) -> str:
-        return self.func.attrs.get("global_symbol", self.name)
+        return str(self.func.attrs.get("global_symbol", self.name))
 
     # ------------------------------------------------------------------ bodies
     def seq_expr(self, seq: Expr) -> str:
@@ -249,9 +256,7 @@ class RelaxToPython:
                 self.destination_passing_call(target, call)
             elif op.name == "relax.call_pure_packed":
                 func, *args = call.args
-                self.emit(
-                    f"{target} = call_packed({self._extern_name(func)!r}, {self._tuple(args)})"
-                )
+                self.emit(f"{target} = call_packed({self._extern_name(func)}, {self._tuple(args)})")
             elif op.name == "relax.builtin.alloc_tensor":
                 shape, dtype = self._shape_text(call.args[0]), self._dtype_of(call.args[1])
                 self.emit(f"{target} = {self._empty(shape, dtype)}")
@@ -281,7 +286,7 @@ class RelaxToPython:
             else:
                 self.emit(f"{target} = {callee}({self._values(call.args)})")
         elif isinstance(op, ExternFunc):
-            self.effect(binding, f"call_packed({op.global_symbol!r}, {self._tuple(call.args)})")
+            self.effect(binding, f"call_packed({self._extern_name(op)}, {self._tuple(call.args)})")
         else:
             self.emit(f"{target} = {self.value(op)}({self._values(call.args)})")
 
@@ -321,6 +326,7 @@ class RelaxToPython:
                 "needs a literal offset and shape: R.prim_value(0), R.shape([...])"
             )
         dtype = self._dtype_of(dtype_arg)
+        np_dtype = self._np_dtype(dtype)
         nbytes: E.PrimExpr = E.IntImm("int64", to_numpy(dtype).itemsize)
         for dim in shape.values:
             self._require_defined(dim)
@@ -341,7 +347,7 @@ class RelaxToPython:
             self.emit(f"check_storage({self.value(storage)}, {self.prim_value(end)}, {where!r})")
         self.emit(
             f"{target} = {self.value(storage)}[{self.prim_value(start)}:{self.prim_value(end)}]"
-            f".view(np.{dtype}).reshape({self._shape_text(shape)})"
+            f".view({np_dtype}).reshape({self._shape_text(shape)})"
         )
 
     def kill(self, target: str, call: Call, binding: VarBinding) -> None:
@@ -381,7 +387,7 @@ class RelaxToPython:
             self.emit(f"{self.globals[callee.name_hint]}({', '.join(inputs + outputs + scalars)})")
         else:
             self.emit(
-                f"call_dps_packed({self._extern_name(callee)!r}, {_tuple_text(inputs)}, "
+                f"call_dps_packed({self._extern_name(callee)}, {_tuple_text(inputs)}, "
                 f"{_tuple_text(outputs)})"
             )
         if len(outputs) > 1:
@@ -402,10 +408,19 @@ class RelaxToPython:
             )
         return arg.value
 
+    def _np_dtype(self, dtype: str) -> str:
+        """The numpy type of an allocation: a dtype is code here, so only known ones pass."""
+        if dtype not in SCALAR_DTYPES:
+            raise BuildError(
+                f"{self.func_label()}: cannot allocate a tensor of dtype {dtype!r}; give it one "
+                f"of {', '.join(SCALAR_DTYPES)}"
+            )
+        return f"np.{dtype}"
+
     def _empty(self, shape: str, dtype: str) -> str:
         if self.device == "cuda":
-            return f"cuda.device_array({shape}, dtype=np.{dtype})"
-        return f"aligned_empty({shape}, dtype=np.{dtype})"
+            return f"cuda.device_array({shape}, dtype={self._np_dtype(dtype)})"
+        return f"aligned_empty({shape}, dtype={self._np_dtype(dtype)})"
 
     def _dims_text(self, dims: tuple[E.PrimExpr, ...]) -> str:
         for dim in dims:
@@ -419,10 +434,11 @@ class RelaxToPython:
         return self.value(shape)
 
     def _extern_name(self, func: Any) -> str:
+        """The registered name of a packed function, as a string literal (never as code)."""
         if isinstance(func, ExternFunc):
-            return func.global_symbol
+            return repr(str(func.global_symbol))
         if isinstance(func, StringImm):
-            return func.value
+            return repr(str(func.value))
         raise BuildError(f"{self.func_label()}: a packed call needs a function name, got {func!r}")
 
     # ------------------------------------------------------------------ values
@@ -454,7 +470,7 @@ class RelaxToPython:
         if isinstance(expr, PrimValue):
             return self.prim_value(expr.value)
         if isinstance(expr, (StringImm, DataTypeImm)):
-            return repr(expr.value)
+            return repr(str(expr.value))
         if isinstance(expr, GlobalVar) and expr.name_hint in self.globals:
             return self.globals[expr.name_hint]
         if isinstance(expr, SeqExpr):
