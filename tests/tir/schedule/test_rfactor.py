@@ -142,3 +142,70 @@ def test_an_update_that_is_not_a_known_reducer_is_rejected():
     with pytest.raises(ScheduleError, match="is not a sum, product, max or min of B"):
         sch.rfactor(k, 0)
     assert len(sch.trace) == 2
+
+
+@T.prim_func
+def row_sum_10(A: T.Buffer((7, 10), "float32"), B: T.Buffer((7,), "float32")):
+    for i, k in T.grid(7, 10):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+
+
+@T.prim_func
+def row_max_10(A: T.Buffer((7, 10), "float32"), B: T.Buffer((7,), "float32")):
+    for i, k in T.grid(7, 10):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(-3.0e38)
+            B[vi] = T.max(B[vi], A[vi, vk])
+
+
+@pytest.mark.parametrize("func", [row_sum_10, row_max_10], ids=["sum", "max"])
+@pytest.mark.parametrize("target", ["python", "llvm"])
+def test_rfactor_after_a_split_wider_than_the_loop_reads_only_started_partials(func, target):
+    # k = 10 split by 16: partial results 10..15 have no iteration at all.
+    sch = tir.Schedule(func)
+    _, k = sch.get_loops(sch.get_block("B"))
+    _, k1 = sch.split(k, factors=[None, 16])
+    sch.rfactor(k1, 0)
+    assert "T.where(k_1 < 10)" in sch.mod.script()
+    assert_same_numerics(func, sch.mod, [(7, 10), (7,)], target=target)
+
+
+def test_rfactor_keeps_a_spatial_predicate_on_the_write_back():
+    sch = tir.Schedule(row_sum_10)
+    i, k = sch.get_loops(sch.get_block("B"))
+    sch.split(i, factors=[None, 4])
+    _, k1 = sch.split(k, factors=[None, 3])
+    sch.rfactor(k1, 0)
+    write_back = sch.get(sch.get_block("B"))
+    realize = next(r for r in sch.walk_blocks(sch.func.body) if r.block is write_back)
+    assert realize.predicate.script() == "i_0 * 4 + i_1 < 7"
+    assert_same_numerics(row_sum_10, sch.mod, [(7, 10), (7,)])
+
+
+@T.prim_func
+def row_sum_from_3(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4,), "float32")):
+    for i, k in T.grid(4, 8):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            T.where(k >= 3)
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+
+
+def test_rfactor_refuses_a_predicate_that_skips_the_first_reduction_iteration():
+    sch = tir.Schedule(row_sum_from_3)
+    _, k = sch.get_loops(sch.get_block("B"))
+    _, k1 = sch.split(k, factors=[None, 4])
+    before = sch.mod
+    with pytest.raises(
+        ScheduleError, match=r"rfactor: the predicate k_0 \* 4 \+ k_1 >= 3 of block .B. may hold"
+    ):
+        sch.rfactor(k1, 0)
+    assert_structural_equal(sch.mod, before)

@@ -6,6 +6,15 @@ value of ``k_1`` (a loop that now carries no dependence, so it can run in parall
 vectorized), and rewrites ``B`` to reduce ``B_rf`` over ``k_1``. Sums, products, max and min
 are recognised from the block's update (``B = B + x``, ``B = B * x``, ``T.max(B, x)``,
 ``T.min(B, x)``).
+
+A block under a split that does not divide its loop has a predicate (``T.where(k_0 * 16 + k_1
+< 10)``). A partial result is started by the block's init on its first reduction iteration,
+and TVM's rfactor leaves the write-back reading every partial result, so a partial result
+whose iterations the predicate all leaves out (``k_1 >= 10``) would be read unwritten. Here
+the write-back only reads the partial results whose first iteration runs (the predicate with
+the reduction loops at their start: ``T.where(k_1 < 10)``), which is exactly the ones that
+have iterations when the predicate only ever turns false as a reduction loop grows, as a
+split's ``fused < extent`` does; other predicates on reduction loops are refused.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from mlckit.arith import Analyzer
 from mlckit.errors import ScheduleError
 
 from ... import expr as E
@@ -77,6 +87,8 @@ def rfactor(sch: Schedule, loop: LoopRV, factor_axis: int) -> BlockRV:
             f"{red.store.buffer.name!r} of {ndim} dimension(s): use {-(ndim + 1)} to {ndim}"
         )
     axis = factor_axis + ndim + 1 if factor_axis < 0 else factor_axis
+    dropped = {id(lp.loop_var) for lp in loops if id(lp.loop_var) in reduce and lp is not rf_loop}
+    wb_predicate = _write_back_predicate(realize, loops, rf_loop, dropped)
 
     buffer = red.store.buffer
     shape = list(buffer.shape)
@@ -84,7 +96,7 @@ def rfactor(sch: Schedule, loop: LoopRV, factor_axis: int) -> BlockRV:
     rf_buffer = decl_buffer(shape, buffer.dtype, f"{buffer.name}_rf", scope=buffer.scope)
     rf_name = unique_block_name(sch, f"{block.name_hint}_rf")
     rf_realize, rf_iter = _rf_block(realize, red, loops, rf_loop, rf_buffer, axis, rf_name)
-    wb_realize = _write_back_block(realize, red, rf_loop, rf_buffer, axis, rf_iter)
+    wb_realize = _write_back_block(realize, red, rf_loop, rf_buffer, axis, rf_iter, wb_predicate)
 
     # The rfactor block runs under copies of all the loops; the write-back keeps the rfactor
     # loop and the spatial loops.
@@ -95,7 +107,6 @@ def rfactor(sch: Schedule, loop: LoopRV, factor_axis: int) -> BlockRV:
     )
     for lp in reversed(loops):
         rf_nest = lp.with_fields(loop_var=new_vars[lp.loop_var], body=rf_nest)
-    dropped = {id(lp.loop_var) for lp in loops if id(lp.loop_var) in reduce and lp is not rf_loop}
     write_back = _WriteBackNest(realize, wb_realize, {id(lp.loop_var) for lp in loops}, dropped)
     replace_with_seq(sch, loops[0], [rf_nest, write_back.visit(loops[0])])
     add_alloc(sch, rf_nest, rf_buffer)
@@ -219,6 +230,61 @@ def _check_loops(
             )
 
 
+def _write_back_predicate(
+    realize: S.BlockRealize, loops: list[S.For], rf_loop: S.For, dropped: set[int]
+) -> E.PrimExpr:
+    """The predicate of the write-back block: the block's predicate with the reduction loops
+    it loses at their first iteration (see the module docstring). Raises unless each conjunct
+    on a reduction loop can only turn false as that loop grows."""
+    analyzer = Analyzer()
+    for lp in loops:
+        analyzer.bind(lp.loop_var, loop_range(lp))
+    reduction = dropped | {id(rf_loop.loop_var)}
+    starts = {lp.loop_var: lp.min for lp in loops if id(lp.loop_var) in dropped}
+    kept: E.PrimExpr = E.const(True, "bool")
+    for cond in _conjuncts(realize.predicate):
+        for var in collect_vars(cond):
+            if id(var) in reduction and not _grows_false(analyzer, cond, var):
+                raise ScheduleError(
+                    f"rfactor: the predicate {cond.script()} of block "
+                    f"{realize.block.name_hint!r} may hold at a later iteration of reduction "
+                    f"loop {var.name_hint!r} but not at its first, where the partial result "
+                    "starts; rfactor needs predicates that only turn false as a reduction "
+                    "loop grows (such as a split's)"
+                )
+        cond = analyzer.simplify(substitute(cond, starts))
+        if not E.is_true(cond):
+            kept = cond if E.is_true(kept) else E.And(kept, cond)
+    return kept
+
+
+def _conjuncts(cond: E.PrimExpr) -> list[E.PrimExpr]:
+    if isinstance(cond, E.And):
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    return [] if E.is_true(cond) else [cond]
+
+
+# ``a < b`` and friends as (the side that must stay below, the other side).
+_BELOW: dict[type, Callable[[E.CmpExpr], tuple[E.PrimExpr, E.PrimExpr]]] = {
+    E.LT: lambda c: (c.a, c.b),
+    E.LE: lambda c: (c.a, c.b),
+    E.GT: lambda c: (c.b, c.a),
+    E.GE: lambda c: (c.b, c.a),
+}
+
+
+def _grows_false(analyzer: Analyzer, cond: E.PrimExpr, var: E.Var) -> bool:
+    """Whether ``cond`` is a comparison whose low side minus its high side never decreases
+    when ``var`` steps up by one (so once false, it stays false)."""
+    sides = _BELOW.get(type(cond))
+    if sides is None:
+        return False
+    low, high = sides(cond)  # type: ignore[arg-type]
+    gap = low - high
+    step = analyzer.simplify(substitute(gap, {var: var + 1}) - gap)
+    return analyzer.can_prove(step >= 0)
+
+
 # ---------------------------------------------------------------------------- new blocks
 def _rf_block(
     realize: S.BlockRealize,
@@ -295,6 +361,7 @@ def _write_back_block(
     rf_buffer: Buffer,
     axis: int,
     rf_iter: E.IterVar,
+    predicate: E.PrimExpr,
 ) -> S.BlockRealize:
     """The original block, now reducing ``rf_buffer`` over the rfactor loop."""
     block = realize.block
@@ -325,7 +392,7 @@ def _write_back_block(
         S.BufferStore(buffer, substitute(red.init, var_map), indices),
         annotations=block.annotations,
     )
-    return S.BlockRealize(values, True, wb_block)
+    return S.BlockRealize(values, predicate, wb_block)
 
 
 class _WriteBackNest(StmtExprMutator):
