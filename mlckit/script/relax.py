@@ -66,6 +66,8 @@ __all__ = [
     "symbol_scope",
     "to_struct_info",
 ]
+# Every relax operator is also an R name (R.add, R.nn.relu, ...), as in TVM.
+__all__ += [name for name in _op.__all__ if name not in __all__]
 
 # ------------------------------------------------------------------------------ symbolic dims
 # The symbolic variables of the function being parsed, by name; None outside the parser, where
@@ -292,11 +294,8 @@ def match_cast(value: Any, struct_info: Any) -> None:
 
 # ------------------------------------------------------------------------------ operators
 def __getattr__(name: builtins.str) -> Any:
-    # Every relax operator is also an R name (R.add, R.nn.relu, ...), as in TVM.
-    if not name.startswith("__"):
-        found = getattr(_op, name, None)
-        if found is not None:
-            return found
+    if name in _op.__all__:
+        return getattr(_op, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -283,6 +283,8 @@ def thread_binding(
 class _Axis:
     """``T.axis``: declare block iteration variables and bind them to loop expressions."""
 
+    __all__ = ("remap", "spatial", "reduce", "scan", "opaque", "S", "R")
+
     @staticmethod
     @statement("T.axis", 'vi, vj, vk = T.axis.remap("SSR", [i, j, k])')
     def remap(kinds: str, bindings: Any, dtype: str = "int32") -> None:

@@ -121,7 +121,7 @@ CASES = {
         "missing a required argument",
     ),
     "non-struct-info annotation": (
-        "@R.function\ndef f(x: int):\n    return x\n",
+        "@R.function\ndef f(x: T.int32):\n    return x\n",
         ParseError,
         2,
         "not a struct info",
@@ -288,7 +288,7 @@ CASES = {
         "already has a T.init()",
     ),
     "unsupported with": (
-        TIR + "    with open('x'):\n        pass\n",
+        TIR + "    with T.grid(4):\n        pass\n",
         ParseError,
         3,
         "`with T.block(name):`",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -13,6 +13,7 @@ from mlckit.errors import MLCError, ParseError, StructInfoError
 from .diagnostics import Source, is_located, located
 from .evaluator import Evaluator, did_you_mean
 from .markers import ScriptStatement
+from .namespaces import TEXT_BUILTINS, is_decorator, is_script_value, namespace_names
 
 MISSING: Any = object()
 
@@ -38,20 +39,45 @@ _UNSUPPORTED_STATEMENTS: dict[type, str] = {
 
 class Environment:
     """The Python names a script sees after its own variables: the definition's locals
-    (closure and defining frame), then its globals, then builtins."""
+    (closure and defining frame), then its globals, then builtins.
 
-    def __init__(self, globals: Mapping[str, Any], locals: Mapping[str, Any] | None = None):
+    A decorated definition's environment is ``trusted``: its caller's Python, as in TVM. The
+    environment of TVMScript text is not: it has only the builtins the printer writes, and the
+    parser limits what the text reaches from it (see :mod:`.namespaces`). The values in
+    ``granted`` (the caller's ``extra_vars``) may still be called.
+    """
+
+    def __init__(
+        self,
+        globals: Mapping[str, Any],
+        locals: Mapping[str, Any] | None = None,
+        *,
+        trusted: bool = True,
+        granted: Iterable[Any] = (),
+    ):
         self.globals = globals
         self.locals = locals or {}
+        self.trusted = trusted
+        self.builtins: Mapping[str, Any] = builtins.__dict__ if trusted else TEXT_BUILTINS
+        self.granted = list(granted)
 
     def get(self, name: str) -> Any:
-        for scope in (self.locals, self.globals, builtins.__dict__):
+        for scope in (self.locals, self.globals, self.builtins):
             if name in scope:
                 return scope[name]
         return MISSING
 
     def names(self) -> set[str]:
-        return set(self.locals) | set(self.globals) | set(builtins.__dict__)
+        return set(self.locals) | set(self.globals) | set(self.builtins)
+
+    def may_call(self, func: Any) -> bool:
+        """Whether a script in this environment may call ``func``: any callable in trusted
+        Python; in text, the namespaces' constructors, the granted values and the builtins."""
+        return (
+            self.trusted
+            or is_script_value(func)
+            or any(func is allowed for allowed in (*self.granted, *TEXT_BUILTINS.values()))
+        )
 
 
 class VarTable:
@@ -105,9 +131,14 @@ class Parser:
             return err
         if isinstance(err, StructInfoError):
             return self.error(node, str(err), StructInfoError)
+        if isinstance(err, ParseError):
+            return self.error(node, err.msg)
         if isinstance(err, MLCError):
             return self.error(node, str(err))
-        return self.error(node, f"{type(err).__name__}: {err}")
+        for kind, explain in _PYTHON_ERRORS.items():
+            if isinstance(err, kind):
+                return self.error(node, explain(ast.unparse(node)))
+        return self.error(node, f"{ast.unparse(node)}: {type(err).__name__}: {err}")
 
     @contextmanager
     def guard(self, node: ast.AST) -> Iterator[None]:
@@ -128,15 +159,41 @@ class Parser:
     def undefined_name(self, name: str, node: ast.AST) -> Any:
         """Called for a name found nowhere; a dialect may give it a meaning."""
         hint = did_you_mean(name, self.vars.names() | self.env.names())
+        if not self.env.trusted and name in builtins.__dict__:
+            hint = " (TVMScript text has no Python builtins but range and float)"
         raise self.error(node, f"name {name!r} is not defined{hint}")
+
+    def attribute(self, owner: Any, node: ast.Attribute) -> Any:
+        """``owner.<node.attr>``: a namespace gives only its public names, and in TVMScript
+        text nothing but a namespace has attributes."""
+        names = namespace_names(owner)
+        if names is None and not self.env.trusted:
+            raise self.error(
+                node,
+                f"TVMScript text reads attributes only of T, R, I and the module's functions "
+                f"(cls.f); `{ast.unparse(node)}` reads {node.attr!r} of "
+                f"{_describe_value(owner)}, which is not allowed",
+            )
+        if names is not None and node.attr not in names:
+            return self.missing_attribute(owner, node)
+        try:
+            return getattr(owner, node.attr)
+        except AttributeError:
+            return self.missing_attribute(owner, node)
 
     def missing_attribute(self, owner: Any, node: ast.Attribute) -> Any:
         """Called when ``owner`` has no attribute ``node.attr``; a dialect may resolve it."""
-        try:
-            candidates = dir(owner)
-        except Exception:
-            candidates = []
         owner_text = ast.unparse(node.value)
+        if node.attr.startswith("_"):
+            raise self.error(
+                node, f"TVMScript cannot read private or special attributes such as {node.attr!r}"
+            )
+        candidates = namespace_names(owner)
+        if candidates is None:
+            try:
+                candidates = frozenset(dir(owner))
+            except Exception:
+                candidates = frozenset()
         raise self.error(
             node,
             f"{owner_text} has no attribute {node.attr!r}{did_you_mean(node.attr, candidates)}",
@@ -148,6 +205,19 @@ class Parser:
 
     def call_value(self, node: ast.Call, func: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """Perform a call inside an expression; a dialect may call IR functions here."""
+        callee = ast.unparse(node.func)
+        if is_decorator(func):
+            raise self.error(
+                node,
+                f"{callee} is a decorator: write @{callee} above a def "
+                "(or a class, for @I.ir_module); it cannot be called inside a script",
+            )
+        if not self.env.may_call(func):
+            raise self.error(
+                node.func,
+                f"TVMScript text calls only T., R. and I. constructors, the module's functions "
+                f"and range/float; `{callee}` is {_describe_value(func)}, which is not allowed",
+            )
         return func(*args, **kwargs)
 
     # ------------------------------------------------------------------ evaluation
@@ -219,6 +289,23 @@ class Parser:
 
     def statement_context(self, builder: ScriptStatement) -> str:
         return f"in a {self.dialect}"
+
+
+# Python errors a constructor or an operator may raise on odd constants, as messages about the
+# expression (its source text) that raised them.
+_PYTHON_ERRORS: dict[type[BaseException], Callable[[str], str]] = {
+    ZeroDivisionError: lambda text: f"division by zero in `{text}`",
+    OverflowError: lambda text: f"a number in `{text}` is too large",
+    RecursionError: lambda text: "this expression is nested too deeply",
+    MemoryError: lambda text: f"`{text}` is too large to evaluate",
+}
+
+
+def _describe_value(value: Any) -> str:
+    """``a module``, ``a function``, ``a Buffer``: what a value is, for messages."""
+    kind = type(value)
+    name = "function" if callable(value) and kind.__module__ == "builtins" else kind.__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def is_docstring(stmt: ast.stmt) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import importlib
 import inspect
 import linecache
 import sys
@@ -23,6 +22,7 @@ from mlckit.errors import ParseError, WellFormedError
 
 from .core import Environment, Parser, is_docstring
 from .diagnostics import Source
+from .namespaces import importable
 
 Definition = ast.ClassDef | ast.FunctionDef
 
@@ -175,10 +175,16 @@ def definition_kind(parser: Parser, node: Definition) -> tuple[Any, dict[str, An
         try:
             func = parser.eval(target)
         except ParseError as err:
+            if not parser.env.trusted:
+                raise
             # Maybe another library's decorator; report it only if none of ours is found.
             first_error = first_error or err
             continue
         if not any(func is kind for kind in ours):
+            if not parser.env.trusted:
+                raise parser.error(
+                    dec, "TVMScript text decorates with @I.ir_module, @T.prim_func or @R.function"
+                )
             continue
         options: dict[str, Any] = {}
         if isinstance(dec, ast.Call):
@@ -260,32 +266,29 @@ def _check_well_formed(result: Any, source: Source, node: Definition) -> None:
 # ------------------------------------------------------------------------------ text
 def from_source(text: str, extra_vars: dict[str, Any] | None = None) -> Any:
     """Parse TVMScript text: an ``@I.ir_module`` class, a ``@T.prim_func`` or an
-    ``@R.function`` (as the printer writes them, metadata section included)."""
+    ``@R.function`` (as the printer writes them, metadata section included).
+
+    The text is data, not code: it may use only what TVMScript offers (see
+    :mod:`.namespaces`). ``extra_vars`` are names the caller lends it (values it may use and
+    call). Nothing in the text is executed as Python."""
     from mlckit.script import ir as I
     from mlckit.script import relax as R
     from mlckit.script import tir as T
 
+    if not isinstance(text, str):
+        raise ParseError(f"TVMScript text is a string, not {type(text).__name__}")
     source = Source.from_text(text, "<string>")
-    try:
-        tree = ast.parse(text, "<string>")
-    except SyntaxError as err:
-        line = source.line(err.lineno or 0)
-        raise ParseError(
-            f"invalid Python syntax: {err.msg}",
-            filename="<string>",
-            lineno=err.lineno or 0,
-            col=max((err.offset or 1) - 1, 0),
-            source_line=line,
-        ) from None
-    names: dict[str, Any] = {"I": I, "T": T, "R": R, **(extra_vars or {})}
-    parser = Parser(source, Environment(names))
+    tree = _python_syntax(text, source)
+    extra = dict(extra_vars or {})
+    names: dict[str, Any] = {"I": I, "T": T, "R": R, **extra}
+    env = Environment(names, trusted=False, granted=extra.values())
+    parser = Parser(source, env)
     definitions: list[Definition] = []
     for stmt in tree.body:
         if isinstance(stmt, (ast.ClassDef, ast.FunctionDef)):
             definitions.append(stmt)
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            with parser.guard(stmt):
-                _run_import(stmt, names)
+            _import_namespaces(parser, stmt, names)
         elif (
             isinstance(stmt, ast.Assign)
             and len(stmt.targets) == 1
@@ -297,7 +300,7 @@ def from_source(text: str, extra_vars: dict[str, Any] | None = None) -> Any:
             raise parser.error(
                 stmt,
                 "TVMScript text holds one decorated class or function, "
-                "imports and a `metadata = ...` assignment",
+                "imports of T, R and I, and a `metadata = ...` assignment",
             )
     if len(definitions) != 1:
         node = definitions[1] if definitions else (tree.body[0] if tree.body else None)
@@ -306,27 +309,51 @@ def from_source(text: str, extra_vars: dict[str, Any] | None = None) -> Any:
             f"TVMScript text must define exactly one decorated class or "
             f"function, found {len(definitions)}",
         )
-    return parse_definition(source, definitions[0], Environment(names))
+    definition = definitions[0]
+    try:
+        return parse_definition(source, definition, env)
+    except RecursionError:
+        raise parser.error(definition, "the script is nested too deeply to parse") from None
 
 
-def _run_import(stmt: ast.Import | ast.ImportFrom, names: dict[str, Any]) -> None:
-    if isinstance(stmt, ast.Import):
-        for alias in stmt.names:
-            module = importlib.import_module(alias.name)
-            if alias.asname:
-                names[alias.asname] = module
-            else:
-                names[alias.name.split(".")[0]] = importlib.import_module(alias.name.split(".")[0])
-        return
-    if stmt.level:
-        raise ParseError("relative imports are not supported in TVMScript text")
-    module = importlib.import_module(stmt.module or "")
+def _python_syntax(text: str, source: Source) -> ast.Module:
+    """The text's Python syntax tree, or a located ParseError saying why it has none."""
+    try:
+        return ast.parse(text, "<string>")
+    except SyntaxError as err:
+        # A NUL byte is reported without a position.
+        lineno = err.lineno or next(
+            (i + 1 for i, line in enumerate(source.lines) if "\0" in line), 1
+        )
+        message, col = f"invalid Python syntax: {err.msg}", max((err.offset or 1) - 1, 0)
+    except (RecursionError, MemoryError):
+        # Python's own parser gives up on expressions nested thousands deep.
+        lineno, col, message = 1, 0, "the text is nested too deeply for Python to parse"
+    raise ParseError(
+        message, filename="<string>", lineno=lineno, col=col, source_line=source.line(lineno)
+    )
+
+
+_NAMESPACE_IMPORTS = (
+    "TVMScript text imports only its namespaces: "
+    "`from mlckit.script import ir as I, tir as T, relax as R`"
+)
+
+
+def _import_namespaces(parser: Parser, stmt: ast.Import | ast.ImportFrom, names: dict) -> None:
+    """Bind the names of ``from mlckit.script import tir as T`` (``tvm.script`` also works);
+    any other import is an error: text imports nothing that could run."""
     for alias in stmt.names:
-        try:
-            value = getattr(module, alias.name)
-        except AttributeError:
-            value = importlib.import_module(f"{stmt.module}.{alias.name}")
-        names[alias.asname or alias.name] = value
+        if isinstance(stmt, ast.Import):
+            dotted, bound = alias.name, alias.asname
+        else:
+            dotted = "" if stmt.level else f"{stmt.module}.{alias.name}"
+            bound = alias.asname or alias.name
+        dotted = "mlckit." + dotted[4:] if dotted.startswith("tvm.") else dotted
+        module = importable().get(dotted)
+        if module is None or bound is None:
+            raise parser.error(stmt, _NAMESPACE_IMPORTS)
+        names[bound] = module
 
 
 def parse(program: Any, extra_vars: dict[str, Any] | None = None) -> Any:

@@ -62,4 +62,6 @@ def located(cls: type[Exception], message: str, source: Source, node: ast.AST | 
 
 
 def is_located(error: BaseException) -> bool:
-    return isinstance(error, ParseError) or hasattr(error, "script_location")
+    # A ParseError raised without a position (by a decorator called as a function, say) is
+    # not: the statement that raised it locates it.
+    return hasattr(error, "script_location") or (isinstance(error, ParseError) and error.lineno > 0)

@@ -19,6 +19,7 @@ import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from mlckit.errors import MLCError
 from mlckit.tir import op as tir_op
 from mlckit.tir.expr import And, Not, Or, PrimExpr, Select, convert
 
@@ -52,6 +53,8 @@ _COMPARE: dict[type, Callable[[Any, Any], Any]] = {
     ast.In: lambda a, b: a in b,
     ast.NotIn: lambda a, b: a not in b,
 }
+# What `in` may look into: containers whose membership test ends (an IR node does not).
+_CONTAINERS = (tuple, list, dict, str, set, frozenset)
 _UNARY: dict[type, Callable[[Any], Any]] = {
     ast.USub: operator.neg,
     ast.UAdd: operator.pos,
@@ -119,12 +122,7 @@ class Evaluator:
         return self.parser.convert_leaf(self.parser.lookup(node.id, node))
 
     def _attribute(self, node: ast.Attribute) -> Any:
-        owner = self.eval(node.value)
-        try:
-            value = getattr(owner, node.attr)
-        except AttributeError:
-            value = self.parser.missing_attribute(owner, node)
-        return self.parser.convert_leaf(value)
+        return self.parser.convert_leaf(self.parser.attribute(self.eval(node.value), node))
 
     def _subscript(self, node: ast.Subscript) -> Any:
         owner = self.eval(node.value)
@@ -135,16 +133,25 @@ class Evaluator:
         values: list[Any] = []
         for elt in nodes:
             if isinstance(elt, ast.Starred):
-                values.extend(self.eval(elt.value))
+                values.extend(self._unpacked(elt.value, (tuple, list), "*", "a tuple or list"))
             else:
                 values.append(self.eval(elt))
         return values
+
+    def _unpacked(self, node: ast.expr, kinds: tuple[type, ...], star: str, what: str) -> Any:
+        # Only Python containers: an IR node such as a buffer "iterates" without end.
+        value = self.eval(node)
+        if not isinstance(value, kinds):
+            raise self.parser.error(
+                node, f"{star}{ast.unparse(node)} unpacks only {what}, not a {type(value).__name__}"
+            )
+        return value
 
     def _dict(self, node: ast.Dict) -> dict[Any, Any]:
         result: dict[Any, Any] = {}
         for key, value in zip(node.keys, node.values):
             if key is None:
-                result.update(self.eval(value))
+                result.update(self._unpacked(value, (dict,), "**", "a dict"))
             else:
                 result[self.eval(key)] = self.eval(value)
         return result
@@ -169,7 +176,7 @@ class Evaluator:
         kwargs: dict[str, Any] = {}
         for keyword in node.keywords:
             if keyword.arg is None:
-                kwargs.update(self.eval(keyword.value))
+                kwargs.update(self._unpacked(keyword.value, (dict,), "**", "a dict"))
             else:
                 kwargs[keyword.arg] = self.eval(keyword.value)
         return args, kwargs
@@ -211,6 +218,12 @@ class Evaluator:
         result: Any = None
         for op, right in zip(node.ops, node.comparators):
             rhs = self.eval(right)
+            if isinstance(op, (ast.In, ast.NotIn)) and not isinstance(rhs, _CONTAINERS):
+                raise self.parser.error(
+                    right,
+                    f"`in` tests membership in a Python tuple, list, dict or string, "
+                    f"not in a {type(rhs).__name__}",
+                )
             this = _COMPARE[type(op)](lhs, rhs)
             if result is None:
                 result = this
@@ -232,7 +245,32 @@ def binary(op: ast.operator, lhs: Any, rhs: Any) -> Any:
     """``lhs <op> rhs`` with Python's meaning, except ``**`` on TensorIR values (``T.pow``)."""
     if isinstance(op, ast.Pow) and (isinstance(lhs, PrimExpr) or isinstance(rhs, PrimExpr)):
         return tir_op.pow(lhs, rhs)
+    _check_size(op, lhs, rhs)
     return _BINARY[type(op)](lhs, rhs)
+
+
+# Python computes `9**9**9` or `"a" * 10**12` before anything can object, for minutes; no
+# shape, index or attribute needs constants anywhere near these sizes.
+_MAX_CONSTANT_BITS = 4096
+_MAX_REPEAT = 1 << 20
+
+
+def _check_size(op: ast.operator, lhs: Any, rhs: Any) -> None:
+    def is_int(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    bits = 0
+    if isinstance(op, ast.Pow) and is_int(lhs) and is_int(rhs) and abs(lhs) > 1:
+        bits = rhs * abs(lhs).bit_length()
+    elif isinstance(op, ast.LShift) and is_int(lhs) and is_int(rhs) and lhs:
+        bits = rhs + abs(lhs).bit_length()
+    if bits > _MAX_CONSTANT_BITS:
+        raise MLCError(f"the constant is too large (more than {_MAX_CONSTANT_BITS} bits)")
+    if isinstance(op, ast.Mult):
+        for seq, count in ((lhs, rhs), (rhs, lhs)):
+            repeated = isinstance(seq, (str, bytes, tuple, list)) and is_int(count)
+            if repeated and len(seq) * count > _MAX_REPEAT:
+                raise MLCError(f"repeating a sequence {count} times makes it too long")
 
 
 def _wrong_arguments(

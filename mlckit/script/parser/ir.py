@@ -10,37 +10,13 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from mlckit.errors import MLCError
 from mlckit.ir.module import GlobalVar, IRModule
 from mlckit.script import ir as I
 
 from .core import Environment, Parser, is_docstring
 from .decorator import definition_kind, function, prim_func
 from .diagnostics import Source
-from .evaluator import did_you_mean
-
-
-class ModuleFunctions:
-    """What the class name (``cls = Module``) means inside the module: its GlobalVars."""
-
-    def __init__(self, name: str, gvars: dict[str, GlobalVar]):
-        self._name = name
-        self._gvars = gvars
-
-    def __getattr__(self, attr: str) -> GlobalVar:
-        gvars = self.__dict__.get("_gvars", {})
-        if attr in gvars:
-            return gvars[attr]
-        raise MLCError(
-            f"module {self.__dict__.get('_name')!r} has no function {attr!r}"
-            f"{did_you_mean(attr, gvars)}"
-        )
-
-    def __dir__(self) -> list[str]:
-        return sorted(self._gvars)
-
-    def __repr__(self) -> str:
-        return f"<functions of module {self._name}>"
+from .namespaces import ModuleFunctions
 
 
 def parse_module(source: Source, node: ast.ClassDef, env: Environment) -> IRModule:

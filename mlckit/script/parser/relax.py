@@ -222,7 +222,7 @@ class RelaxParser(Parser):
             if kwargs:
                 raise MLCError("a call of a relax function takes positional arguments only")
             return RelaxCall(func, args)
-        return func(*args, **kwargs)
+        return super().call_value(node, func, args, kwargs)
 
     def normalized(self, value: Any) -> Expr:
         """``value`` as a relax expression with struct info; nested calls get bound first."""

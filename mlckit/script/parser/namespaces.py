@@ -1,0 +1,127 @@
+"""What a script can reach: the TVMScript namespaces, and the closed world of TVMScript text.
+
+A *namespace* is ``T``, ``R`` or ``I``, one of their sub-namespaces (``T.axis``, ``R.nn``,
+``R.memory``, ``R.builtin``) or the functions of the module being parsed (``cls``). A script
+reads from a namespace only its public names (``__all__``), so ``T.prim_func`` is there but
+``T._tir`` or a module that ``R`` happens to import is not.
+
+Decorated Python (``@T.prim_func`` on a live function) is code the student runs anyway: as in
+TVM it sees its caller's names, builtins and modules included. TVMScript *text*
+(``from_source``: a printed module, a tuning database's record) is data, and its evaluation is
+closed (a :class:`~.core.Environment` with ``trusted=False``):
+
+* names: ``T``/``R``/``I``, what the script binds, its ``metadata``, the caller's
+  ``extra_vars``, and of Python's builtins only :data:`TEXT_BUILTINS`;
+* attributes: only of namespaces;
+* calls: only of a namespace's public values (constructors such as ``T.max``, ``R.Tensor``),
+  of ``extra_vars`` values, of :data:`TEXT_BUILTINS`, and of the module's functions;
+* imports: only of the namespaces themselves (:data:`IMPORTABLE`).
+
+So no text can import a module, reach ``__globals__``/``__subclasses__``, or call ``open``.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from typing import Any
+
+from mlckit.errors import MLCError
+from mlckit.ir.module import GlobalVar
+
+from .evaluator import did_you_mean
+
+# The builtins TVMScript text may use: what the printer writes (`range(a, b)`, `float("inf")`).
+TEXT_BUILTINS: dict[str, Any] = {"range": range, "float": float}
+
+
+class ModuleFunctions:
+    """What the class name (``cls = Module``) means inside the module: its GlobalVars."""
+
+    def __init__(self, name: str, gvars: dict[str, GlobalVar]):
+        self._name = name
+        self._gvars = gvars
+
+    def __getattr__(self, attr: str) -> GlobalVar:
+        gvars = self.__dict__.get("_gvars", {})
+        if attr in gvars:
+            return gvars[attr]
+        raise MLCError(
+            f"module {self.__dict__.get('_name')!r} has no function {attr!r}"
+            f"{did_you_mean(attr, gvars)}"
+        )
+
+    def __dir__(self) -> list[str]:
+        return sorted(self._gvars)
+
+    def __repr__(self) -> str:
+        return f"<functions of module {self._name}>"
+
+
+def _is_namespace(value: Any) -> bool:
+    from mlckit.script.tir import _Axis
+
+    return isinstance(value, (types.ModuleType, types.SimpleNamespace, _Axis))
+
+
+def _public_names(namespace: Any) -> frozenset[str]:
+    declared = getattr(namespace, "__all__", None)
+    if declared is None:  # a SimpleNamespace such as R.builtin
+        declared = vars(namespace)
+    return frozenset(name for name in declared if not name.startswith("_"))
+
+
+@functools.cache
+def _script_namespaces() -> tuple[dict[int, frozenset[str]], frozenset[int], tuple[Any, ...]]:
+    """The namespaces reachable from T, R and I (by id, with their public names), the ids of
+    their public values, and the decorators among them."""
+    from mlckit.script import ir, relax, tir
+
+    namespaces: dict[int, frozenset[str]] = {}
+    members: set[int] = set()
+    pending: list[Any] = [tir, relax, ir]
+    while pending:
+        namespace = pending.pop()
+        if id(namespace) in namespaces:
+            continue
+        names = namespaces[id(namespace)] = _public_names(namespace)
+        for name in names:
+            value = getattr(namespace, name)
+            if _is_namespace(value):
+                pending.append(value)
+            else:
+                members.add(id(value))
+    return namespaces, frozenset(members), (tir.prim_func, relax.function, ir.ir_module)
+
+
+def namespace_names(owner: Any) -> frozenset[str] | None:
+    """The names a script may read from ``owner``; None when ``owner`` is no namespace."""
+    if isinstance(owner, ModuleFunctions):
+        return frozenset(dir(owner))
+    return _script_namespaces()[0].get(id(owner))
+
+
+def is_script_value(value: Any) -> bool:
+    """Whether ``value`` is a public value of T, R or I (a constructor, a type, a statement)."""
+    return id(value) in _script_namespaces()[1]
+
+
+def is_decorator(value: Any) -> bool:
+    """``T.prim_func``, ``R.function`` and ``I.ir_module`` decorate definitions; a script never
+    calls them."""
+    return any(value is decorator for decorator in _script_namespaces()[2])
+
+
+@functools.cache
+def importable() -> dict[str, Any]:
+    """The modules TVMScript text may import, by dotted name."""
+    from mlckit.script import ir, relax, tir
+
+    return {
+        "mlckit.script.ir": ir,
+        "mlckit.script.tir": tir,
+        "mlckit.script.tirx": tir,
+        "mlckit.script.relax": relax,
+        # Pre-0.1 relax scripts spelled R as the relax module (relax.dataflow, relax.add).
+        "mlckit.relax": relax,
+    }
