@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlckit.backend.kernel import compile_kernel, written_params
+from mlckit.backend.kernel import compile_kernel
 from mlckit.errors import BuildError
 from mlckit.ir.module import IRModule
 from mlckit.ir.name_supply import sanitize
@@ -33,15 +33,15 @@ def build(mod: Any, target: Any = "llvm", **kwargs: Any) -> Any:
 
 def build_prim_funcs(mod: IRModule, target: Target) -> Module:
     """Compile every PrimFunc of ``mod``; functions are looked up by their names in ``mod``."""
-    functions, sources, written = {}, {}, {}
+    functions, sources, signatures = {}, {}, {}
     for gv, func in mod.functions.items():
         if not isinstance(func, PrimFunc):
             continue
         kernel = compile_kernel(func, sanitize(gv.name_hint), target)
         functions[gv.name_hint] = kernel.func
         sources[gv.name_hint] = kernel.source
-        written[gv.name_hint] = written_params(func)
-    return Module(functions, sources, target, written)
+        signatures[gv.name_hint] = kernel.signature
+    return Module(functions, sources, target, signatures)
 
 
 # Newer TVM spelling.

@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from mlckit.errors import BuildError
+from mlckit.runtime.module import ParamSpec
 from mlckit.target import Target
+from mlckit.tir import expr as E
 from mlckit.tir import stmt as S
 from mlckit.tir.function import PrimFunc
 from mlckit.tir.stmt_functor import post_order_visit
@@ -47,6 +49,8 @@ class Kernel:
     func: Callable[..., Any]
     generated: GeneratedFunction
     cache_path: Path | None = None
+    # What each parameter takes: arguments are checked against it (runtime.module).
+    signature: tuple[ParamSpec, ...] = ()
 
     def __call__(self, *args: Any) -> Any:
         return self.func(*args)
@@ -63,17 +67,15 @@ def cache_dir() -> Path:
 
 def _numba_signature(func: PrimFunc) -> str:
     parts = []
-    for param in func.params:
-        buffer = func.buffer_map.get(param)
-        if buffer is None:
-            parts.append(_NUMBA_DTYPES.get(param.dtype, param.dtype))
-            continue
-        elem = _NUMBA_DTYPES.get(buffer.dtype, buffer.dtype)
-        ndim = len(buffer.shape)
-        if ndim == 0:
-            parts.append(f"Array({elem}, 0, 'C')")  # inside a double-quoted signature
+    for spec in kernel_signature(func):
+        elem = _NUMBA_DTYPES.get(spec.dtype, spec.dtype)
+        if spec.ndim is None:
+            parts.append(elem)
         else:
-            parts.append(f"{elem}[{', '.join([':'] * (ndim - 1) + ['::1'])}]")
+            # An input is typed read-only: numba then takes read-only arrays (np.frombuffer,
+            # a broadcast view) as well as writable ones, which convert to read-only for free.
+            readonly = "" if spec.written else ", readonly=True"
+            parts.append(f"Array({elem}, {spec.ndim}, 'C'{readonly})")  # in double quotes
     return f"void({', '.join(parts)})"
 
 
@@ -161,8 +163,8 @@ def wants_fastmath(func: PrimFunc) -> bool:
     return found
 
 
-def written_params(func: PrimFunc) -> tuple[int, ...]:
-    """The indices of the parameters whose buffers ``func`` stores into."""
+def kernel_signature(func: PrimFunc) -> tuple[ParamSpec, ...]:
+    """What each parameter of ``func`` takes, and whether ``func`` stores into it."""
     stored: set[int] = set()
 
     def visit(node: object) -> None:
@@ -170,21 +172,29 @@ def written_params(func: PrimFunc) -> tuple[int, ...]:
             stored.add(id(node.buffer.data))
 
     post_order_visit(func.body, visit)
-    return tuple(
-        index
-        for index, param in enumerate(func.params)
-        if param in func.buffer_map and id(func.buffer_map[param].data) in stored
-    )
+    specs = []
+    for param in func.params:
+        buffer = func.buffer_map.get(param)
+        if buffer is None:
+            specs.append(ParamSpec(param.name_hint, param.dtype))
+            continue
+        shape = tuple(d.value if isinstance(d, E.IntImm) else None for d in buffer.shape)
+        specs.append(
+            ParamSpec(buffer.name, buffer.dtype, len(shape), shape, id(buffer.data) in stored)
+        )
+    return tuple(specs)
 
 
 def compile_kernel(func: PrimFunc, name: str, target: Target) -> Kernel:
     source, generated = kernel_source(func, name, target)
+    signature = kernel_signature(func)
     if target.kind == "python":
-        return Kernel(name, source, target, _exec_in_memory(source, generated.name), generated)
+        compiled = _exec_in_memory(source, generated.name)
+        return Kernel(name, source, target, compiled, generated, signature=signature)
     path = _cached_file(source, target)
     with kernel_compilation() if target.kind == "llvm" else contextlib.nullcontext():
         module = _import_kernel_module(path, name)
-    return Kernel(name, source, target, getattr(module, generated.name), generated, path)
+    return Kernel(name, source, target, getattr(module, generated.name), generated, path, signature)
 
 
 def _exec_in_memory(source: str, name: str) -> Callable[..., Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +12,7 @@ import numpy as np
 
 from mlckit.errors import MLCError, VMError
 
+from .cuda import is_device_array, to_device
 from .ndarray import Device, NDArray
 
 
@@ -75,66 +76,163 @@ def time_function(
     return evaluator
 
 
-def as_numpy_args(name: str, args: Iterable[Any], written: Sequence[int] = ()) -> list[Any]:
-    """Unwrap NDArrays to the numpy arrays compiled kernels take (no copy). The arguments at
-    ``written`` are the ones the function stores into: they must be C-contiguous (a copy would
-    take the result) and overlap no other argument (kernels assume ``tir.noalias``)."""
-    out = []
-    for index, arg in enumerate(args):
-        if isinstance(arg, NDArray):
-            out.append(arg._data)
-        elif isinstance(arg, np.ndarray):
-            if not arg.flags.c_contiguous and index in written:
-                raise VMError(
-                    f"{name}: argument {index} receives a result but is not C-contiguous (a "
-                    "view with strides); pass np.ascontiguousarray(...) and read the result "
-                    "from that array"
-                )
-            out.append(arg if arg.flags.c_contiguous else np.ascontiguousarray(arg))
-        elif isinstance(arg, (int, float, np.number)):
-            out.append(arg)
-        else:
-            raise VMError(
-                f"{name}: argument {index} is a {type(arg).__name__}; pass NDArrays, "
-                "numpy arrays or numbers"
-            )
-    for index in written:
-        result = out[index] if index < len(out) else None
-        if not isinstance(result, np.ndarray):
+@dataclass(frozen=True)
+class ParamSpec:
+    """What one parameter of a compiled function takes: a tensor of ``dtype`` with ``ndim``
+    dims (``shape`` holds the static dims, None where symbolic), or, when ``ndim`` is None, a
+    scalar of ``dtype``. ``written``: the function stores into it."""
+
+    name: str
+    dtype: str
+    ndim: int | None = None
+    shape: tuple[int | None, ...] = ()
+    written: bool = False
+
+
+def check_arguments(
+    name: str, params: Sequence[ParamSpec], args: Sequence[Any], on_gpu: bool = False
+) -> list[Any]:
+    """The arguments of the compiled function ``name`` as its code takes them, checked against
+    its parameters, the same way for every target: the kind, rank and dtype of each, an output
+    that is C-contiguous, writable and overlaps no other argument (kernels assume
+    ``tir.noalias``). NDArrays are unwrapped and strided inputs copied; shapes are checked by
+    the kernel itself, which knows how its symbolic dims relate. ``on_gpu``: host inputs are
+    copied to the GPU here (numba would copy every host array back after the launch, into a
+    read-only one too)."""
+    if len(args) != len(params):
+        names = ", ".join(p.name for p in params)
+        raise VMError(f"{name} takes {len(params)} arguments ({names}), got {len(args)}")
+    out = [
+        _check_argument(name, index, spec, arg, on_gpu)
+        for index, (spec, arg) in enumerate(zip(params, args))
+    ]
+    for index, spec in enumerate(params):
+        if not spec.written or not isinstance(out[index], np.ndarray):
             continue
         for other, arg in enumerate(out):
-            if other != index and isinstance(arg, np.ndarray) and np.may_share_memory(result, arg):
+            if (
+                other != index
+                and isinstance(arg, np.ndarray)
+                and np.may_share_memory(out[index], arg)
+            ):
                 raise VMError(
-                    f"{name}: argument {index} receives a result but shares memory with "
-                    f"argument {other}; a compiled function's buffers must not overlap (pass a "
-                    "separate output array)"
+                    f"{name}: argument {_label(spec, index)} receives a result but shares memory "
+                    f"with argument {_label(params[other], other)}; a compiled function's buffers "
+                    "must not overlap (pass a separate output array)"
                 )
     return out
 
 
-class PackedFunc:
-    """A compiled function callable with NDArrays, numpy arrays or numbers. ``written``: the
-    indices of the arguments it stores into."""
+def _check_argument(name: str, index: int, spec: ParamSpec, arg: Any, on_gpu: bool) -> Any:
+    where = f"{name}: argument {_label(spec, index)}"
+    if spec.ndim is None:
+        if not is_scalar_of(arg, spec.dtype):
+            raise VMError(f"{where} expects a {spec.dtype} scalar, got {describe(arg)}")
+        return arg
+    data = arg._data if isinstance(arg, NDArray) else arg
+    if not hasattr(data, "dtype") or not (isinstance(data, np.ndarray) or is_device_array(data)):
+        raise VMError(
+            f"{where} expects a {spec.dtype} tensor, got {describe(arg)}{convert_hint(arg)}"
+        )
+    if data.ndim != spec.ndim:
+        raise VMError(f"{where} expects a tensor of rank {spec.ndim}, got {describe(arg)}")
+    if data.dtype != spec.dtype:
+        raise VMError(
+            f"{where} expects dtype {spec.dtype}, got {describe(arg)}; convert it with "
+            f".astype({spec.dtype!r})"
+        )
+    if not isinstance(data, np.ndarray):
+        return data  # a device array: contiguous and writable by construction
+    if spec.written:
+        if not data.flags.c_contiguous:
+            raise VMError(
+                f"{where} receives a result but is not C-contiguous (a view with strides); "
+                "pass np.ascontiguousarray(...) and read the result from that array"
+            )
+        if not data.flags.writeable:
+            raise VMError(
+                f"{where} receives a result but its array is read-only; pass a writable "
+                "array (e.g. np.empty_like(...))"
+            )
+        return data
+    data = data if data.flags.c_contiguous else np.ascontiguousarray(data)
+    return to_device(data) if on_gpu else data
 
-    def __init__(self, name: str, func: Callable[..., Any], written: Sequence[int] = ()):
+
+def _label(spec: ParamSpec, index: int) -> str:
+    return f"{index} ({spec.name})"
+
+
+def is_scalar_of(value: Any, dtype: str) -> bool:
+    """Whether ``value`` is a Python or numpy number that a scalar of ``dtype`` takes: an
+    integer for an integer dtype, any real for a float one, a bool only for "bool"."""
+    if isinstance(value, (bool, np.bool_)):
+        return dtype == "bool"
+    if dtype.startswith(("int", "uint")):
+        return isinstance(value, (int, np.integer))
+    return dtype != "bool" and isinstance(value, (int, float, np.integer, np.floating))
+
+
+def describe(value: Any) -> str:
+    """What a value is, for an error message: ``a float64 tensor of shape (3, 4)``, ``a list
+    of 3 floats``, ``a torch.Tensor of shape (2, 3) and dtype torch.float32``, ``None``."""
+    if value is None:
+        return "None"
+    if isinstance(value, NDArray):
+        value = value._data
+    if isinstance(value, np.ndarray) or is_device_array(value):
+        return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
+    kind = type_name(value)
+    if isinstance(value, (list, tuple)):
+        kinds = sorted({type_name(v) for v in value})
+        if len(kinds) == 1:
+            return f"a {kind} of {len(value)} {kinds[0]}{'' if len(value) == 1 else 's'}"
+        return f"a {kind} of {len(value)} values" + (f" ({', '.join(kinds)})" if kinds else "")
+    if isinstance(value, (int, float, np.generic)):
+        return f"{_article(kind)} {kind} ({value!r})"
+    if hasattr(value, "shape") and hasattr(value, "dtype"):  # another library's tensor
+        return f"{_article(kind)} {kind} of shape {tuple(value.shape)} and dtype {value.dtype}"
+    return f"{_article(kind)} {kind}"
+
+
+def convert_hint(value: Any) -> str:
+    """How to make ``value`` a tensor, said after an error that expected one."""
+    if type_name(value) == "torch.Tensor":
+        return "; pass t.numpy() for a torch tensor t (or mlckit.nd.array(t.numpy()))"
+    if isinstance(value, (list, tuple, int, float, np.generic)) or hasattr(value, "__array__"):
+        return "; make it one with mlckit.nd.array(...) (or np.asarray(..., dtype=...))"
+    return ""
+
+
+def type_name(value: Any) -> str:
+    """``float``, ``list``, ``torch.Tensor``, ``numpy.float32``: the full name of a value's type."""
+    cls = type(value)
+    module = cls.__module__.split(".")[0]
+    return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+class PackedFunc:
+    """A compiled function callable with NDArrays, numpy arrays or numbers, checked against
+    its parameters (:func:`check_arguments`) before it runs."""
+
+    def __init__(
+        self,
+        name: str,
+        func: Callable[..., Any],
+        params: Sequence[ParamSpec],
+        on_gpu: bool = False,
+    ):
         self.name = name
         self.func = func
-        self.written = tuple(written)
+        self.params = tuple(params)
+        self.on_gpu = on_gpu
 
     def __call__(self, *args: Any) -> Any:
-        try:
-            return self.func(*as_numpy_args(self.name, args, self.written))
-        except TypeError as err:
-            # numba's dispatcher refuses arguments whose dtype or rank differ from the
-            # compiled signature; say so in terms of the function that was called.
-            signatures = getattr(self.func, "signatures", None)
-            if not signatures or "No matching definition" not in str(err):
-                raise
-            expected = ", ".join(str(t) for t in signatures[0])
-            raise VMError(
-                f"{self.name}: {str(err).split(' for ', 1)[-1]}; it was compiled for "
-                f"({expected}): check each argument's dtype and number of dimensions"
-            ) from None
+        return self.func(*check_arguments(self.name, self.params, args, self.on_gpu))
 
     def __repr__(self) -> str:
         return f"<PackedFunc {self.name}>"
@@ -148,13 +246,13 @@ class Module:
         functions: dict[str, Callable[..., Any]],
         sources: dict[str, str],
         target: Any,
-        written: dict[str, tuple[int, ...]] | None = None,
+        params: dict[str, tuple[ParamSpec, ...]],
     ):
         self._functions = functions
         self._sources = sources
         self.target = target
-        # For each function, the indices of the arguments it stores into.
-        self._written = written or {}
+        # What each function's parameters take, to check its arguments against.
+        self._params = params
 
     def __getitem__(self, name: str) -> PackedFunc:
         return self.get_function(name)
@@ -167,7 +265,8 @@ class Module:
         if func is None:
             known = ", ".join(sorted(self._functions)) or "none"
             raise MLCError(f"the module has no function {name!r} (functions: {known})")
-        return PackedFunc(name, func, self._written.get(name, ()))
+        on_gpu = getattr(self.target, "kind", None) == "cuda"
+        return PackedFunc(name, func, self._params[name], on_gpu)
 
     def function_names(self) -> list[str]:
         return list(self._functions)

@@ -53,12 +53,91 @@ def test_symbolic_dims_must_agree_across_arguments(target):
     assert "if B.shape != (n, 4):" in lib.source("add_rows")
 
 
-def test_a_wrong_dtype_or_rank_names_the_compiled_signature():
-    lib = mlckit.build(add_one, "llvm")
-    with pytest.raises(VMError, match=r"add_one: argument type\(s\) array\(float64.*compiled for"):
-        lib["add_one"](np.zeros((4, 4), "float64"), np.zeros((4, 4), "float32"))
-    with pytest.raises(VMError, match="number of dimensions"):
-        lib["add_one"](np.zeros(16, "float32"), np.zeros((4, 4), "float32"))
+@T.prim_func
+def scale_to_int(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "int32"), k: T.int32):
+    for i in range(4):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = T.Cast("int32", A[vi]) * k
+
+
+TARGETS = ["python", "llvm", "cuda"]  # cuda: numba's simulator on a machine without a GPU
+
+
+@pytest.fixture(scope="module", params=TARGETS)
+def scale_lib(request):
+    if request.param != "cuda":
+        return mlckit.build(scale_to_int, request.param)
+    sch = mlckit.tir.Schedule(scale_to_int)
+    sch.bind(sch.get_loops(sch.get_block("B"))[0], "threadIdx.x")
+    return mlckit.build(sch.mod["main"], "cuda")
+
+
+def _a():
+    return np.array([1.5, 2.5, -1.5, 4.0], "float32")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((_a(), np.zeros(4, "float32"), 2), r"argument 1 \(B\) expects dtype int32, got a float32"),
+        (
+            (_a().astype("float64"), np.zeros(4, "int32"), 2),
+            r"argument 0 \(A\) expects dtype float32",
+        ),
+        (
+            (_a().reshape(2, 2), np.zeros(4, "int32"), 2),
+            r"argument 0 \(A\) expects a tensor of rank 1",
+        ),
+        (
+            ([1.0, 2.0, 3.0, 4.0], np.zeros(4, "int32"), 2),
+            r"got a list of 4 floats; make it one with mlckit.nd.array",
+        ),
+        ((None, np.zeros(4, "int32"), 2), r"argument 0 \(A\) expects a float32 tensor, got None"),
+        (
+            (_a(), np.zeros(4, "int32"), 2.5),
+            r"argument 2 \(k\) expects a int32 scalar, got a float \(2.5\)",
+        ),
+        (
+            (_a(), np.zeros(4, "int32"), True),
+            r"argument 2 \(k\) expects a int32 scalar, got a bool",
+        ),
+        ((_a(), np.zeros(4, "int32")), r"scale_to_int takes 3 arguments \(A, B, k\), got 2"),
+    ],
+    ids=[
+        "output-dtype",
+        "input-dtype",
+        "rank",
+        "list",
+        "none",
+        "float-scalar",
+        "bool-scalar",
+        "count",
+    ],
+)
+def test_every_target_checks_kind_rank_dtype_and_count_alike(scale_lib, args, message):
+    """The python target wrote truncated floats into an int32 output where llvm refused it."""
+    with pytest.raises(VMError, match=message):
+        scale_lib["scale_to_int"](*args)
+
+
+def test_a_torch_tensor_is_named_with_the_way_to_convert_it(scale_lib):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(VMError, match=r"got a torch.Tensor of shape \(4,\).*pass t.numpy\(\)"):
+        scale_lib["scale_to_int"](torch.ones(4), np.zeros(4, "int32"), 2)
+
+
+def test_read_only_inputs_are_read_and_a_read_only_output_is_refused(scale_lib):
+    a = _a()
+    a.setflags(write=False)  # as np.frombuffer, a broadcast view or a memory map give
+    out = np.zeros(4, "int32")
+    scale_lib["scale_to_int"](a, out, 2)
+    np.testing.assert_array_equal(out, a.astype("int32") * 2)
+    out.setflags(write=False)
+    with pytest.raises(
+        VMError, match=r"argument 1 \(B\) receives a result but its array is read-only"
+    ):
+        scale_lib["scale_to_int"](_a(), out, 2)
 
 
 @T.prim_func
@@ -98,7 +177,7 @@ def test_an_output_that_overlaps_another_argument_is_refused(target):
     lib = mlckit.build(matmul_4, target)
     a = np.arange(16, dtype="float32").reshape(4, 4)
     with pytest.raises(
-        VMError, match="argument 2 receives a result but shares memory with argument 0"
+        VMError, match=r"argument 2 \(C\) receives a result but shares memory with argument 0 \(A\)"
     ):
         lib["matmul_4"](a, np.eye(4, dtype="float32"), a)
     np.testing.assert_array_equal(a, np.arange(16).reshape(4, 4))  # nothing was written
@@ -111,7 +190,9 @@ def test_an_output_that_overlaps_another_argument_is_refused(target):
 def test_a_strided_output_is_refused_instead_of_written_to_a_copy():
     lib = mlckit.build(add_one, "llvm")
     wide = np.zeros((4, 8), "float32")
-    with pytest.raises(VMError, match="argument 1 receives a result but is not C-contiguous"):
+    with pytest.raises(
+        VMError, match=r"argument 1 \(B\) receives a result but is not C-contiguous"
+    ):
         lib["add_one"](np.ones((4, 4), "float32"), wide[:, ::2])
     # A strided input is copied, as before.
     out = np.empty((4, 4), "float32")

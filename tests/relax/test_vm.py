@@ -58,7 +58,7 @@ def test_wrong_inputs_raise_vm_errors(mlp_vm):
         mlp_vm["main"](np.zeros((2, 784)), w0, b0, w1, b1)
     with pytest.raises(VMError, match="parameter w0 expects a tensor of rank 2"):
         mlp_vm["main"](x, w0.reshape(-1), b0, w1, b1)
-    with pytest.raises(VMError, match="parameter x expects a tensor, got a tuple"):
+    with pytest.raises(VMError, match=r"parameter x expects a tensor, got a list of 1 float; make"):
         mlp_vm["main"]([1.0], w0, b0, w1, b1)
 
 

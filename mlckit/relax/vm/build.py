@@ -8,12 +8,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mlckit.backend.kernel import Kernel, compile_kernel
+from mlckit.backend.kernel import Kernel, compile_kernel, kernel_signature
 from mlckit.errors import BuildError, MLCError, VMError
 from mlckit.ir.module import IRModule
 from mlckit.ir.name_supply import NameSupply
 from mlckit.runtime.cuda import is_device_array, numba_cuda
-from mlckit.runtime.module import BenchmarkResult, time_function
+from mlckit.runtime.module import BenchmarkResult, check_arguments, time_function
 from mlckit.runtime.ndarray import Device, aligned_copy, cpu, cuda
 from mlckit.target import Target
 from mlckit.tir.function import PrimFunc
@@ -77,7 +77,14 @@ class Executable:
             cuda = numba_cuda()
             namespace["cuda"] = cuda
             namespace["constants"] = [cuda.to_device(c) for c in constants]
-        for name in VM_RUNTIME_NAMES - {"np", "constants", "cuda"}:
+        signatures = {name: kernel.signature for name, kernel in self.kernels.items()}
+        on_gpu = self.target.kind == "cuda"
+
+        def checked_args(kernel: str, label: str, args: tuple[Any, ...]) -> list[Any]:
+            return check_arguments(label, signatures[kernel], args, on_gpu)
+
+        namespace["checked_args"] = checked_args
+        for name in VM_RUNTIME_NAMES - {"np", "constants", "cuda", "checked_args"}:
             namespace[name] = getattr(runtime, name)
         for name, kernel in self.kernels.items():
             func = kernel.func
@@ -134,9 +141,11 @@ def build(
     relax_sources: dict[str, str] = {}
     param_names: dict[str, list[str]] = {}
     constants: list[Constant] = []
-    kernel_names = frozenset(
-        gv.name_hint for gv, func in mod.functions.items() if isinstance(func, PrimFunc)
-    )
+    signatures = {
+        gv.name_hint: kernel_signature(func)
+        for gv, func in mod.functions.items()
+        if isinstance(func, PrimFunc)
+    }
     for gv, func in mod.functions.items():
         if isinstance(func, PrimFunc):
             kernels[gv.name_hint] = compile_kernel(func, python_names[gv.name_hint], target)
@@ -146,7 +155,7 @@ def build(
                 python_names[gv.name_hint],
                 python_names,
                 constants,
-                kernel_names,
+                signatures,
                 device="cuda" if target.kind == "cuda" else "cpu",
             )
             relax_sources[gv.name_hint] = generator.generate()

@@ -25,6 +25,7 @@ from mlckit.ir.dtype import SCALAR_DTYPES
 from mlckit.ir.module import GlobalVar
 from mlckit.ir.name_supply import NameSupply
 from mlckit.ir.op import Op
+from mlckit.runtime.module import ParamSpec
 from mlckit.tir import expr as E
 
 from ..analysis.analysis import used_vars
@@ -47,12 +48,14 @@ from ..expr import (
     VarBinding,
 )
 from ..struct_info import (
+    ObjectStructInfo,
     PrimStructInfo,
     ShapeStructInfo,
     StructInfo,
     TensorStructInfo,
     TupleStructInfo,
 )
+from ..utils import format_struct_info
 
 # Names the VM namespace defines for generated functions.
 VM_RUNTIME_NAMES = frozenset(
@@ -70,6 +73,7 @@ VM_RUNTIME_NAMES = frozenset(
         "call_packed",
         "constants",
         "as_bool",
+        "checked_args",
     }
 )
 
@@ -92,7 +96,7 @@ class RelaxToPython:
         name: str,
         globals_: dict[str, str],
         constants: list[Constant],
-        kernel_names: frozenset[str] = frozenset(),
+        kernels: dict[str, tuple[ParamSpec, ...]] | None = None,
         device: str = "cpu",
     ):
         self.func = func
@@ -101,8 +105,12 @@ class RelaxToPython:
         self.name = name
         # Module-level names: relax function and kernel names by their GlobalVar name.
         self.globals = globals_
-        # The GlobalVar names of the kernels (PrimFuncs): calling one returns nothing.
-        self.kernel_names = kernel_names
+        # The parameters of each kernel (PrimFunc) by GlobalVar name: a kernel call's
+        # arguments are checked against them. Calling a kernel returns nothing.
+        self.kernels = kernels or {}
+        # Variables bound to the VM's own allocations: contiguous, writable, and aliasing
+        # nothing, so a kernel may write into them unchecked.
+        self.owned: set[Var] = set()
         self.constants = constants
         # Variables read somewhere: a call made only for its effect binds nothing otherwise.
         self.used = set(used_vars(func))
@@ -254,16 +262,19 @@ class RelaxToPython:
         if isinstance(op, Op):
             if op.name in _DPS_OPS:
                 self.destination_passing_call(target, call)
+                self.owned.add(binding.var)  # an allocation (a tuple of them for several)
             elif op.name == "relax.call_pure_packed":
                 func, *args = call.args
                 self.emit(f"{target} = call_packed({self._extern_name(func)}, {self._tuple(args)})")
             elif op.name == "relax.builtin.alloc_tensor":
                 shape, dtype = self._shape_text(call.args[0]), self._dtype_of(call.args[1])
                 self.emit(f"{target} = {self._empty(shape, dtype)}")
+                self.owned.add(binding.var)
             elif op.name == "relax.memory.alloc_storage":
                 self.alloc_storage(target, call, binding)
             elif op.name == "relax.memory.alloc_tensor":
                 self.storage_view(target, call, binding)
+                self.owned.add(binding.var)
             elif op.name in _KILL_OPS:
                 self.kill(target, call, binding)
             else:
@@ -280,9 +291,10 @@ class RelaxToPython:
                     f"{self.func_label()}: calls {op.name_hint}, which is not a "
                     "function of the module"
                 )
-            if op.name_hint in self.kernel_names:
+            if op.name_hint in self.kernels:
                 # A kernel writes into its output arguments and returns nothing.
-                self.effect(binding, f"{callee}({self._values(call.args)})")
+                args = [(self.value(a), a.struct_info_, a) for a in call.args]
+                self.effect(binding, self.kernel_call(op, args))
             else:
                 self.emit(f"{target} = {callee}({self._values(call.args)})")
         elif isinstance(op, ExternFunc):
@@ -372,19 +384,29 @@ class RelaxToPython:
             self.emit(f"{out} = {self.allocation(sinfo)}")
             outputs.append(out)
         inputs = [self.value(a) for a in args.fields]
-        scalars = []
+        scalars: list[E.PrimExpr] = []
         if len(call.args) > 2:
             shape = call.args[2]
             if not isinstance(shape, ShapeExpr):
                 raise BuildError(f"{self.func_label()}: call_tir's tir_vars must be a shape")
-            scalars = [self.prim_value(v) for v in shape.values]
+            scalars = list(shape.values)
         if call.op.name == "relax.call_tir":
-            if not isinstance(callee, GlobalVar) or callee.name_hint not in self.globals:
+            if not isinstance(callee, GlobalVar) or callee.name_hint not in self.kernels:
                 raise BuildError(
                     f"{self.func_label()}: call_tir needs a TensorIR function of "
                     f"the module, got {callee!r}"
                 )
-            self.emit(f"{self.globals[callee.name_hint]}({', '.join(inputs + outputs + scalars)})")
+            self.emit(
+                self.kernel_call(
+                    callee,
+                    [
+                        *[(text, a.struct_info_, a) for text, a in zip(inputs, args.fields)],
+                        # Fresh allocations, which nothing else refers to.
+                        *[(out, sinfo, None) for out, sinfo in zip(outputs, call.sinfo_args)],
+                        *[(self.prim_value(v), PrimStructInfo(v.dtype), None) for v in scalars],
+                    ],
+                )
+            )
         else:
             self.emit(
                 f"call_dps_packed({self._extern_name(callee)}, {_tuple_text(inputs)}, "
@@ -392,6 +414,44 @@ class RelaxToPython:
             )
         if len(outputs) > 1:
             self.emit(f"{target} = ({', '.join(outputs)})")
+
+    def kernel_call(
+        self, kernel: GlobalVar, args: list[tuple[str, StructInfo | None, Expr | None]]
+    ) -> str:
+        """The call of ``kernel`` with ``args`` (text, struct info, and the expression, or None
+        for a fresh allocation or a scalar). Arguments are held to the kernel's parameters as
+        every compiled function's are (``runtime.module.check_arguments``): at build time
+        where the struct info decides, at run time where only the values can; a VM allocation
+        is known to be a writable, contiguous output that overlaps no other argument."""
+        name = kernel.name_hint
+        specs = self.kernels[name]
+        label = f"{self.func_label()}: the call of {name}"
+        if len(args) != len(specs):
+            raise BuildError(
+                f"{label} passes {len(args)} arguments, but {name} takes {len(specs)} "
+                f"({', '.join(spec.name for spec in specs)})"
+            )
+        at_run_time = False
+        for index, (spec, (_, sinfo, expr)) in enumerate(zip(specs, args)):
+            where = f"{label}: argument {index} ({spec.name})"
+            problem = _argument_problem(spec, sinfo)
+            if problem is not None:
+                raise BuildError(f"{where} {problem}")
+            if spec.written and expr is not None:
+                others = [other for other, (_, _, e) in enumerate(args) if e is expr]
+                if len(others) > 1:
+                    raise BuildError(
+                        f"{where} receives a result, but the same value is passed as argument "
+                        f"{', '.join(str(o) for o in others if o != index)} too; a kernel's "
+                        "buffers must not overlap"
+                    )
+            owned = expr is None or expr in self.owned
+            at_run_time |= not _proven(spec, sinfo) or (spec.written and not owned)
+        texts = [text for text, _, _ in args]
+        callee = self.globals[name]
+        if at_run_time:
+            return f"{callee}(*checked_args({name!r}, {label!r}, {_tuple_text(texts)}))"
+        return f"{callee}({', '.join(texts)})"
 
     def allocation(self, sinfo: StructInfo) -> str:
         if not isinstance(sinfo, TensorStructInfo) or sinfo.shape_values is None:
@@ -484,3 +544,46 @@ def _tuple_text(items: list[str]) -> str:
 
 def _op_spelling(name: str) -> str:
     return "R." + name.removeprefix("relax.")
+
+
+def _argument_problem(spec: ParamSpec, sinfo: StructInfo | None) -> str | None:
+    """What the struct info of an argument shows to be wrong for the kernel parameter
+    ``spec``, or None (right, or unknown until run time)."""
+    if sinfo is None or isinstance(sinfo, ObjectStructInfo):
+        return None
+    if spec.ndim is None:
+        if isinstance(sinfo, PrimStructInfo) and _scalar_fits(sinfo.dtype, spec.dtype):
+            return None
+        return f"expects a {spec.dtype} scalar, but gets {format_struct_info(sinfo)}"
+    got = f"but gets {format_struct_info(sinfo)}"
+    if not isinstance(sinfo, TensorStructInfo) or sinfo.dtype not in ("void", spec.dtype):
+        return f"expects a {spec.dtype} tensor, {got}"
+    if sinfo.ndim not in (-1, spec.ndim):
+        return f"expects a tensor of rank {spec.ndim}, {got}"
+    for axis, (dim, size) in enumerate(zip(sinfo.shape_values or (), spec.shape)):
+        if isinstance(dim, E.IntImm) and size is not None and dim.value != size:
+            return f"expects size {size} in dimension {axis}, {got}"
+    return None
+
+
+def _proven(spec: ParamSpec, sinfo: StructInfo | None) -> bool:
+    """Whether the struct info alone shows the argument to be of the kind, dtype and rank
+    ``spec`` takes (given that :func:`_argument_problem` found nothing wrong)."""
+    if spec.ndim is None:
+        return isinstance(sinfo, PrimStructInfo)
+    return isinstance(sinfo, TensorStructInfo) and (sinfo.dtype, sinfo.ndim) == (
+        spec.dtype,
+        spec.ndim,
+    )
+
+
+def _scalar_fits(given: str, expected: str) -> bool:
+    """A scalar of dtype ``given`` is taken for one of ``expected``: the same kind of number,
+    or an integer where a float is expected."""
+
+    def kind(dtype: str) -> str:
+        return (
+            "bool" if dtype == "bool" else "int" if dtype.startswith(("int", "uint")) else "float"
+        )
+
+    return kind(given) == kind(expected) or (kind(given), kind(expected)) == ("int", "float")

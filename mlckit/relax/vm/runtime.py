@@ -13,17 +13,10 @@ import numpy as np
 
 from mlckit.errors import VMError
 from mlckit.runtime.cuda import is_device_array, to_device
+from mlckit.runtime.module import convert_hint, describe, is_scalar_of
 from mlckit.runtime.ndarray import Device, NDArray, cuda
 from mlckit.runtime.ndarray import aligned_empty as aligned_empty  # for the generated code
 from mlckit.runtime.registry import get_global_func
-
-
-def describe(value: Any) -> str:
-    if isinstance(value, np.ndarray) or is_device_array(value):
-        return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
-    if isinstance(value, tuple):
-        return f"a tuple of {len(value)} values"
-    return f"a {type(value).__name__}"
 
 
 def check_tensor(
@@ -35,7 +28,7 @@ def check_tensor(
     ``labels`` spell the dims as the signature does (``"n"``, ``"784"``) for the message.
     """
     if not isinstance(value, np.ndarray) and not is_device_array(value):
-        raise VMError(f"{where} expects a tensor, got {describe(value)}")
+        raise VMError(f"{where} expects a tensor, got {describe(value)}{convert_hint(value)}")
     shape = value.shape
     if expected is not None:
         if len(shape) != len(expected):
@@ -46,7 +39,10 @@ def check_tensor(
             if required is not None and actual != required:
                 check_dim(actual, required, where, axis, labels[axis])
     if dtype is not None and value.dtype != dtype:
-        raise VMError(f"{where} expects dtype {dtype}, got {describe(value)}")
+        raise VMError(
+            f"{where} expects dtype {dtype}, got {describe(value)}; convert it with "
+            f".astype({dtype!r})"
+        )
     return shape
 
 
@@ -67,24 +63,22 @@ def check_storage(storage: np.ndarray, end: int, where: str) -> None:
 
 
 def check_tuple(value: Any, where: str, size: int) -> None:
-    if not isinstance(value, tuple) or len(value) != size:
+    if not isinstance(value, (tuple, list)) or len(value) != size:
         raise VMError(f"{where} expects a tuple of {size} values, got {describe(value)}")
 
 
 def check_shape(value: Any, where: str, ndim: int) -> None:
-    if not isinstance(value, tuple) or (ndim >= 0 and len(value) != ndim):
-        raise VMError(f"{where} expects a shape of {ndim} dims, got {describe(value)}")
+    if (
+        not isinstance(value, (tuple, list))
+        or (ndim >= 0 and len(value) != ndim)
+        or not all(is_scalar_of(dim, "int64") for dim in value)
+    ):
+        dims = f" of {ndim} dims" if ndim >= 0 else ""
+        raise VMError(f"{where} expects a shape{dims} (a tuple of ints), got {describe(value)}")
 
 
 def check_prim(value: Any, where: str, dtype: str) -> None:
-    kind = (
-        (int, np.integer)
-        if dtype.startswith(("int", "uint"))
-        else (bool, np.bool_)
-        if dtype == "bool"
-        else (float, int, np.number)
-    )
-    if not isinstance(value, kind):
+    if not is_scalar_of(value, dtype):
         raise VMError(f"{where} expects a {dtype} scalar, got {describe(value)}")
 
 
@@ -117,8 +111,8 @@ def from_ndarray(value: Any, device: Device | None = None) -> Any:
         return value if value.flags.c_contiguous else np.ascontiguousarray(value)
     if is_device_array(value) and not on_gpu:
         return value.copy_to_host()
-    if isinstance(value, (tuple, list)):
-        return tuple(from_ndarray(v, device) for v in value)
+    if isinstance(value, (tuple, list)):  # kept a list, for error messages to name it
+        return type(value)(from_ndarray(v, device) for v in value)
     return value
 
 

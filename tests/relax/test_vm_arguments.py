@@ -1,0 +1,133 @@
+"""What the VM does with the arguments it is given, and with those it gives its kernels: the
+right ones run, the wrong ones raise an MLCError naming the argument and saying what to do."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mlckit
+from mlckit import relax
+from mlckit.errors import BuildError, VMError
+from mlckit.script import ir as I
+from mlckit.script import relax as R
+from mlckit.script import tir as T
+from mlckit.testing.examples import MyModule
+
+
+@I.ir_module
+class Calls:
+    @T.prim_func
+    def add_half(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+        for i in range(4):
+            with T.block("B"):
+                vi = T.axis.remap("S", [i])
+                B[vi] = A[vi] + T.float32(0.5)
+
+    @R.function
+    def any_dtype(x: R.Tensor(ndim=1)):
+        y = R.call_tir(Calls.add_half, (x,), out_sinfo=R.Tensor((4,), "float32"))
+        return y
+
+    @R.function(pure=False)
+    def into(x: R.Tensor((4,), "float32"), out: R.Tensor((4,), "float32")):
+        Calls.add_half(x, out)
+        return out
+
+    @R.function
+    def shape_of(s: R.Shape(ndim=1)):
+        return s
+
+
+@pytest.fixture(scope="module", params=["python", "llvm"])
+def my_vm(request):
+    ex = relax.build(relax.transform.LegalizeOps()(MyModule), request.param)
+    return relax.VirtualMachine(ex, mlckit.cpu())
+
+
+def _read_only(array):
+    array.setflags(write=False)
+    return array
+
+
+def test_read_only_inputs_are_read(my_vm):
+    """On llvm, numba refused read-only arrays (its TypeError reached the student)."""
+    x = _read_only(np.arange(12, dtype="float32").reshape(3, 4))
+    y = _read_only(np.full((3, 4), 2, "float32"))
+    np.testing.assert_array_equal(my_vm["main"](x, y).numpy(), x * y + y)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ([[1.0] * 4] * 3, r"got a list of 3 lists; make it one with mlckit.nd.array\(...\)"),
+        (3.0, r"got a float \(3.0\); make it one with mlckit.nd.array"),
+        (None, r"expects a tensor, got None"),
+        (np.ones((3, 4)), r"expects dtype float32, got a float64 tensor.*\.astype\('float32'\)"),
+    ],
+    ids=["list", "float", "none", "float64"],
+)
+def test_a_wrong_argument_is_named_with_how_to_fix_it(my_vm, value, message):
+    with pytest.raises(VMError, match=f"main: parameter x .*{message}"):
+        my_vm["main"](value, np.ones((3, 4), "float32"))
+
+
+def test_a_torch_tensor_is_named_with_how_to_convert_it(my_vm):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(VMError, match=r"got a torch.Tensor of shape \(3, 4\).*pass t.numpy\(\)"):
+        my_vm["main"](torch.ones(3, 4), np.ones((3, 4), "float32"))
+
+
+@pytest.fixture(scope="module", params=["python", "llvm"])
+def calls_vm(request):
+    return relax.VirtualMachine(relax.build(Calls, request.param), mlckit.cpu())
+
+
+def test_a_kernel_gets_the_dtype_it_was_written_for_or_a_vm_error(calls_vm):
+    """An R.Tensor(ndim=1) of float64 reached the float32 kernel: the python target computed
+    in float64, llvm raised numba's TypeError."""
+    with pytest.raises(
+        VMError, match=r"any_dtype: the call of add_half: argument 0 \(A\) expects dtype float32"
+    ):
+        calls_vm["any_dtype"](np.ones(4, "float64"))
+    np.testing.assert_array_equal(calls_vm["any_dtype"](np.ones(4, "float32")).numpy(), 1.5)
+
+
+def test_a_kernel_writes_only_into_a_writable_array(calls_vm):
+    x = np.ones(4, "float32")
+    with pytest.raises(VMError, match=r"the call of add_half: argument 1 \(B\) .* read-only"):
+        calls_vm["into"](x, _read_only(np.zeros(4, "float32")))
+    with pytest.raises(VMError, match=r"argument 1 \(B\) receives a result but shares memory"):
+        calls_vm["into"](x, x)
+    np.testing.assert_array_equal(calls_vm["into"](x, np.zeros(4, "float32")).numpy(), 1.5)
+
+
+def test_a_shape_argument_holds_integers(calls_vm):
+    with pytest.raises(VMError, match=r"parameter s expects a shape of 1 dims \(a tuple of ints\)"):
+        calls_vm["shape_of"]((2.5,))
+    assert calls_vm["shape_of"]([3]) == [3]
+
+
+def test_a_call_tir_whose_output_disagrees_with_the_kernel_is_refused_at_build_time():
+    """The python target filled an int32 output with the kernel's truncated float32 values."""
+
+    @I.ir_module
+    class WrongOutput:
+        @T.prim_func
+        def add_half(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+            for i in range(4):
+                with T.block("B"):
+                    vi = T.axis.remap("S", [i])
+                    B[vi] = A[vi] + T.float32(0.5)
+
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            y = R.call_tir(WrongOutput.add_half, (x,), out_sinfo=R.Tensor((4,), "int32"))
+            return y
+
+    with pytest.raises(
+        BuildError,
+        match=r"main: the call of add_half: argument 1 \(B\) expects a float32 tensor, but gets "
+        r"R.Tensor\(\(4,\), dtype=\"int32\"\)",
+    ):
+        relax.build(WrongOutput, "python")
