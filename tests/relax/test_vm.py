@@ -241,3 +241,16 @@ def test_vm_allocations_start_on_a_cache_line(env_functions):
     for _ in range(3):
         vm["main"](RNG.standard_normal((1, 784)).astype("float32"), *_mlp_weights(False, 128))
     assert offsets == [0, 0, 0]
+
+
+def test_shape_arithmetic_calls_the_same_helpers_as_kernels():
+    """Integer division of a dim (TVM's truncdiv) raised a NameError inside the VM."""
+    n = mlckit.tir.Var("n", "int64")
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo((n,), "float32"))
+    with bb.function("main", [x]):
+        three = mlckit.tir.IntImm("int64", 3)
+        shape = bb.emit(relax.ShapeExpr([mlckit.tir.Div(n, three), mlckit.tir.Mod(n, three)]))
+        bb.emit_func_output(shape)
+    vm = relax.VirtualMachine(relax.build(bb.get(), "python"))
+    assert vm["main"](np.zeros(7, "float32")) == (2, 1)

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from mlckit.backend.codegen import HELPER_SOURCE
 from mlckit.backend.kernel import Kernel, compile_kernel, kernel_signature
 from mlckit.errors import BuildError, MLCError, VMError
 from mlckit.ir.module import IRModule
@@ -84,6 +85,8 @@ class Executable:
             return check_arguments(label, signatures[kernel], args, on_gpu)
 
         namespace["checked_args"] = checked_args
+        for helper in HELPER_SOURCE.values():  # what shape arithmetic calls (truncdiv, ...)
+            exec(helper, namespace)
         for name in VM_RUNTIME_NAMES - {"np", "constants", "cuda", "checked_args"}:
             namespace[name] = getattr(runtime, name)
         for name, kernel in self.kernels.items():
