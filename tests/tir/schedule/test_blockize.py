@@ -191,3 +191,36 @@ def test_after_decompose_reduction_the_init_block_can_be_scheduled():
     sch.decompose_reduction(outer, i)
     sch.cache_write(sch.get_block("Y_init"), 0, "local")
     assert_same_numerics(mm_relu, sch.mod, [(128, 128)] * 3)
+
+
+@T.prim_func
+def row_sum_13(A: T.Buffer((7, 13), "float32"), B: T.Buffer((7,), "float32")):
+    for i, k in T.grid(7, 13):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+
+
+def test_blockize_under_a_split_wider_than_the_loop_skips_the_tiles_past_the_end():
+    sch = tir.Schedule(row_sum_13)
+    _, k = sch.get_loops(sch.get_block("B"))
+    _, k1 = sch.split(k, factors=[16, None])
+    sch.blockize(k1)
+    assert "T.where(k_0 < 13)" in sch.mod.script()
+    assert_same_numerics(row_sum_13, sch.mod, [(7, 13), (7,)])
+
+
+def test_blockize_starts_the_init_at_the_first_iteration_of_the_inner_reduction_loops():
+    # B_rf's predicate k_0 * 5 + k_1 < 13 mentions its reduction loop k_0, which the init
+    # nest of B_rf_o does not copy: there it is at its first iteration, k_0 = 0.
+    sch = tir.Schedule(row_sum_13)
+    i, k = sch.get_loops(sch.get_block("B"))
+    _, k1 = sch.split(k, factors=[None, 5])
+    sch.rfactor(k1, 0)
+    (i, _, _) = sch.get_loops(sch.get_block("B_rf"))
+    sch.blockize(i)
+    init = sch.get(sch.get_block("B_rf_o")).init
+    assert "k_0" not in init.script()
+    assert_same_numerics(row_sum_13, sch.mod, [(7, 13), (7,)])

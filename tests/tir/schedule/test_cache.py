@@ -178,3 +178,15 @@ def test_bad_caching_raises_and_leaves_the_schedule_unchanged():
             call()
         assert_structural_equal(sch.mod, before)
     assert len(sch.trace) == 2
+
+
+def test_cache_write_of_an_update_block_without_init_is_refused():
+    # After blockize and decompose_reduction, block Y accumulates into what Y_o_init starts.
+    sch = tir.Schedule(mm_relu)
+    _, j, k = sch.get_loops(sch.get_block("Y"))
+    outer = sch.blockize(k)
+    sch.decompose_reduction(outer, j)
+    before = sch.mod
+    with pytest.raises(ScheduleError, match="reads buffer 'Y', which it updates, and has no T"):
+        sch.cache_write(sch.get_block("Y"), 0, "local")
+    assert_structural_equal(sch.mod, before)

@@ -4,7 +4,7 @@ swapping buffers and splicing statements into sequences."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from typing import Any
 
 from mlckit.arith import Analyzer
@@ -142,6 +142,22 @@ def add_alloc(sch: Schedule, inside: S.Stmt, buffer: Buffer) -> None:
     """Allocate ``buffer`` in the scope block of ``inside`` (a statement of the function)."""
     scope = scope_block(sch, inside)
     sch.replace(scope, scope.with_fields(alloc_buffers=(*scope.alloc_buffers, buffer)))
+
+
+def at_first_iteration(
+    predicate: E.PrimExpr, loops: Sequence[S.For], first: Container[int]
+) -> E.PrimExpr:
+    """``predicate`` (of a block under ``loops``) with the loops whose variable ids are in
+    ``first`` at their first value, simplified over the loops' ranges. That is where a
+    reduction block's predicate is evaluated for its init, which runs on the first iteration
+    of its reduction loops: the primitives that give the init a nest of its own
+    (decompose_reduction, blockize, rfactor's write-back) guard it with this, so that it
+    starts exactly the elements the block's own init started."""
+    analyzer = Analyzer()
+    for lp in loops:
+        analyzer.bind(lp.loop_var, loop_range(lp))
+    starts = {lp.loop_var: lp.min for lp in loops if id(lp.loop_var) in first}
+    return analyzer.simplify(substitute(predicate, starts))
 
 
 def used_vars(node: Any) -> set[int]:

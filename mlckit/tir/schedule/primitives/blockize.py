@@ -21,6 +21,7 @@ from ... import stmt as S
 from ...stmt_functor import substitute
 from ..schedule import BlockRV, LoopRV, Schedule, primitive
 from .block_scope import (
+    at_first_iteration,
     child_blocks,
     loop_range,
     path_to,
@@ -84,6 +85,7 @@ def blockize(sch: Schedule, target_loop: LoopRV) -> BlockRV:
         sub[iv.var] = inner_var if outer is None else outer_var * extent + inner_var
 
     outer_pred, inner_pred = _split_predicate(realize.predicate, inner_ids)
+    outer_pred = _and(outer_pred, *_range_guards(sch.loops_above(loop), outer_iters, outer_values))
     moved = substitute(block, sub)
     has_outer_reduction = block.init is not None and any(
         iv.iter_type == E.IterVarType.CommReduce for iv in outer_iters
@@ -198,13 +200,34 @@ def _split_predicate(pred: E.PrimExpr, inner_ids: set[int]) -> tuple[E.PrimExpr,
         else:
             (inner if used_vars(cond) & inner_ids else outer).append(cond)
 
-    def conj(conds: list[E.PrimExpr]) -> E.PrimExpr:
-        result: E.PrimExpr = E.const(True, "bool")
-        for i, cond in enumerate(conds):
-            result = cond if i == 0 else E.And(result, cond)
-        return result
+    return _and(*outer), _and(*inner)
 
-    return conj(outer), conj(inner)
+
+def _range_guards(
+    loops: list[S.For], iters: list[E.IterVar], values: list[E.PrimExpr]
+) -> list[E.PrimExpr]:
+    """Conditions keeping each outer binding inside its iter var's domain where the loops
+    above may take it out: after a split that does not divide its loop, the last tiles lie
+    past the end, and none of their inner iterations passes the block's predicate."""
+    analyzer = Analyzer()
+    for lp in loops:
+        analyzer.bind(lp.loop_var, loop_range(lp))
+    guards = []
+    for iv, value in zip(iters, values):
+        start, end = iv.dom.min, analyzer.simplify(iv.dom.min + iv.dom.extent)
+        if not analyzer.can_prove(value >= start):
+            guards.append(start <= value)
+        if not analyzer.can_prove(value < end):
+            guards.append(value < end)
+    return guards
+
+
+def _and(*conds: E.PrimExpr) -> E.PrimExpr:
+    result: E.PrimExpr = E.const(True, "bool")
+    for cond in conds:
+        if not E.is_true(cond):
+            result = cond if E.is_true(result) else E.And(result, cond)
+    return result
 
 
 def _outer_init(
@@ -227,8 +250,11 @@ def _outer_init(
             iters.append(new)
             values.append(value)
     block = S.Block(iters, [], inner.writes, unique_block_name(sch, f"{name}_init"), init)
-    stmt: S.Stmt = S.BlockRealize(values, inner_realize.predicate, block)
     bound = used_vars(values)
+    # The inner loops the init does not copy (reduction loops) sit at their first iteration.
+    unbound = {id(lp.loop_var) for lp in inner_loops} - bound
+    predicate = at_first_iteration(inner_realize.predicate, inner_loops, unbound)
+    stmt: S.Stmt = S.BlockRealize(values, predicate, block)
     for lp in reversed(inner_loops):
         if id(lp.loop_var) in bound:
             new_var = E.Var(lp.loop_var.name_hint, lp.loop_var.dtype)

@@ -22,7 +22,7 @@ from mlckit.errors import ScheduleError
 from ... import expr as E
 from ... import stmt as S
 from ...buffer import Buffer, BufferRegion
-from ...stmt_functor import StmtExprMutator
+from ...stmt_functor import StmtExprMutator, post_order_visit
 from ..schedule import BlockRV, Schedule, _children, _walk, primitive
 from .block_scope import (
     BufferSwap,
@@ -84,15 +84,7 @@ def cache_write(
     buffer = _nth_buffer("cache_write", realize.block, write_buffer_index, "write")
     scope = scope_block(sch, realize)
     _sole_writer("cache_write", scope, buffer)  # the block itself, or it raises
-    if scope.init is not None and any(
-        isinstance(node, S.BufferStore) and node.buffer is buffer for node in _walk(scope.init)
-    ):
-        # The init would go on writing the original, which the copy back then overwrites.
-        raise ScheduleError(
-            f"cache_write: buffer {buffer.name!r} of block {realize.block.name_hint!r} is also "
-            f"written by the T.init() of the enclosing block {scope.name_hint!r}; "
-            f"decompose_reduction of block {scope.name_hint!r} first"
-        )
+    _check_cache_starts("cache_write", realize.block, scope, buffer)
     cache = with_scope(buffer, storage_scope)
     loc, pos = _CacheLocation.find(scope, realize.block, buffer)
     region = _produced_region(sch, realize, buffer, loc)
@@ -159,6 +151,29 @@ def _sole_writer(kind: str, scope: S.Block, buffer: Buffer) -> S.BlockRealize | 
             "caching needs a single writer"
         )
     return writers[0] if writers else None
+
+
+def _check_cache_starts(kind: str, block: S.Block, scope: S.Block, buffer: Buffer) -> None:
+    """The new cache starts empty: refuse a block that reads the values it updates unless its
+    own T.init() starts them (an update block after decompose_reduction or blockize reads
+    what another block's init wrote into the original buffer)."""
+    name = repr(block.name_hint)
+    if scope.init is not None and any(
+        isinstance(node, S.BufferStore) and node.buffer is buffer for node in _walk(scope.init)
+    ):
+        raise ScheduleError(
+            f"{kind}: buffer {buffer.name!r} of block {name} is also written by the T.init() "
+            f"of the enclosing block {scope.name_hint!r}, which would go on writing the "
+            f"original; decompose_reduction of block {scope.name_hint!r} first"
+        )
+    loads: list[E.BufferLoad] = []
+    post_order_visit(block.body, lambda n: loads.append(n) if isinstance(n, E.BufferLoad) else None)
+    if block.init is None and any(load.buffer is buffer for load in loads):
+        raise ScheduleError(
+            f"{kind}: block {name} reads buffer {buffer.name!r}, which it updates, and has no "
+            "T.init() to start the values in a new cache; the values it reads are written "
+            "elsewhere (cache the block that starts them, or cache before decompose_reduction)"
+        )
 
 
 # ---------------------------------------------------------------------------- placement

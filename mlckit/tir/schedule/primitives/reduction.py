@@ -15,6 +15,7 @@ from ... import stmt as S
 from ...analysis import collect_vars, infer_block_regions
 from ...stmt_functor import substitute
 from ..schedule import BlockRV, LoopRV, Schedule, primitive
+from .block_scope import at_first_iteration
 from .compute_location import edit_function
 
 
@@ -82,17 +83,10 @@ def decompose_reduction(sch: Schedule, block: BlockRV, loop: LoopRV) -> BlockRV:
             substitute(original.init, init_vars),
         )
     )
-    # Conjuncts of the predicate that mention a reduction-only loop bound the reduction, not
-    # the elements to initialize: the init block keeps the others.
+    # The init nest has no reduction loops: the predicate holds for an element to initialize
+    # when it holds at their first iteration, where the block's own init ran.
     dropped = {id(node.loop_var) for node in inner if id(node.loop_var) not in copied}
-    kept = [
-        substitute(c, copies)
-        for c in _conjuncts(realize.predicate)
-        if not any(id(v) in dropped for v in collect_vars(c))
-    ]
-    predicate: E.PrimExpr = E.convert(True)
-    for conjunct in kept:
-        predicate = conjunct if E.is_true(predicate) else E.And(predicate, conjunct)
+    predicate = substitute(at_first_iteration(realize.predicate, loops, dropped), copies)
     nest: S.Stmt = S.BlockRealize(
         [substitute(value, copies) for _, value in spatial], predicate, init_block
     )
@@ -121,11 +115,3 @@ def decompose_reduction(sch: Schedule, block: BlockRV, loop: LoopRV) -> BlockRV:
     # As in TVM, the handle the caller holds now names the update block.
     block.name = update.block.name_hint
     return BlockRV(init_block.name_hint)
-
-
-def _conjuncts(cond: E.PrimExpr) -> list[E.PrimExpr]:
-    if isinstance(cond, E.And):
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    if E.is_true(cond):
-        return []
-    return [cond]

@@ -33,6 +33,7 @@ from ...stmt_functor import StmtExprMutator, post_order_visit, substitute
 from ..schedule import BlockRV, LoopRV, Schedule, primitive
 from .block_scope import (
     add_alloc,
+    at_first_iteration,
     child_blocks,
     loop_range,
     point_region,
@@ -240,8 +241,6 @@ def _write_back_predicate(
     for lp in loops:
         analyzer.bind(lp.loop_var, loop_range(lp))
     reduction = dropped | {id(rf_loop.loop_var)}
-    starts = {lp.loop_var: lp.min for lp in loops if id(lp.loop_var) in dropped}
-    kept: E.PrimExpr = E.const(True, "bool")
     for cond in _conjuncts(realize.predicate):
         for var in collect_vars(cond):
             if id(var) in reduction and not _grows_false(analyzer, cond, var):
@@ -252,10 +251,7 @@ def _write_back_predicate(
                     "starts; rfactor needs predicates that only turn false as a reduction "
                     "loop grows (such as a split's)"
                 )
-        cond = analyzer.simplify(substitute(cond, starts))
-        if not E.is_true(cond):
-            kept = cond if E.is_true(kept) else E.And(kept, cond)
-    return kept
+    return at_first_iteration(realize.predicate, loops, dropped)
 
 
 def _conjuncts(cond: E.PrimExpr) -> list[E.PrimExpr]:
