@@ -86,8 +86,8 @@ def build_and_load(mod: IRModule) -> Any:
     try:
         ex = relax.build(mod, target="llvm")
     except MLCError as err:
-        raise Mismatch(
-            f"relax.build failed on your module: {err}", "the message says what to change"
+        raise checks.build_mismatch(
+            err, "relax.build failed on your module", "the message says what to change"
         ) from None
     return ex, relax.VirtualMachine(ex, mlckit.cpu())
 

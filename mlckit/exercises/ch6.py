@@ -29,7 +29,7 @@ from mlckit.tir import For, IntImm, IterVar, PrimFunc
 from mlckit.tir.analysis import block_nests, collect_vars
 from mlckit.tir.stmt import BlockRealize
 
-from .checks import as_prim_func, assert_close, random_inputs
+from .checks import as_prim_func, assert_close, build_mismatch, random_inputs
 from .core import Mismatch, exercise
 from .solutions import ch6 as solutions
 
@@ -156,7 +156,7 @@ def _build(func: PrimFunc, hint: Callable[[str], str]) -> Any:
     try:
         return mlckit.build(func, "cuda")
     except BuildError as err:
-        raise Mismatch(f"your kernel does not build for cuda: {err}", hint(str(err))) from None
+        raise build_mismatch(err, "your kernel does not build for cuda", hint(str(err))) from None
 
 
 @contextmanager

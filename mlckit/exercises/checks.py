@@ -18,6 +18,7 @@ from mlckit.errors import MLCError, StructuralMismatchError
 from mlckit.ir import IRModule, assert_structural_equal
 from mlckit.tir import ForKind, PrimFunc
 from mlckit.tir.analysis import block_nests
+from mlckit.tir.transform import OutOfBoundsError
 
 from .core import Mismatch
 
@@ -98,9 +99,7 @@ def run_prim_func(
     try:
         lib = mlckit.build(func, target="llvm")
     except MLCError as err:
-        raise Mismatch(
-            f"your function does not build: {err}", "the message says where; fix that first"
-        ) from None
+        raise build_mismatch(err, "your function does not build") from None
     device = mlckit.cpu()
     args = [mlckit.nd.array(a, device) for a in inputs]
     if fill is None:
@@ -109,6 +108,16 @@ def run_prim_func(
         results = [mlckit.nd.array(np.full(shape, fill, dtype), device) for shape, dtype in outputs]
     lib[next(iter(lib.function_names()))](*args, *results)
     return [r.numpy() for r in results]
+
+
+def build_mismatch(
+    err: MLCError, failed: str, hint: str = "the message says where; fix that first"
+) -> Mismatch:
+    """The Mismatch for an answer that does not build (``failed`` says so). An access outside
+    a buffer gets the error's own hint: the loop that takes it there, and the buffer's shape."""
+    if isinstance(err, OutOfBoundsError):
+        return Mismatch(f"{failed}: {err.problem}", err.hint)
+    return Mismatch(f"{failed}: {err}", hint)
 
 
 def _static_shape(shape: Sequence[Any]) -> tuple[int, ...] | None:

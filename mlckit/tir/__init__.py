@@ -60,6 +60,7 @@ from .op import (
 )
 from .stmt import (
     Allocate,
+    AssertStmt,
     Block,
     BlockRealize,
     BufferStore,

@@ -168,7 +168,7 @@ def _nests(stmt: Any, loops: list[S.For], bindings: dict[Var, PrimExpr]) -> Iter
         yield from _nests(stmt.then_case, loops, bindings)
         if stmt.else_case is not None:
             yield from _nests(stmt.else_case, loops, bindings)
-    elif isinstance(stmt, S.Allocate):
+    elif isinstance(stmt, (S.Allocate, S.AssertStmt)):
         yield from _nests(stmt.body, loops, bindings)
     elif isinstance(stmt, S.BlockRealize):
         block = stmt.block

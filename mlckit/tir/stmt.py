@@ -146,6 +146,28 @@ class LetStmt(Stmt):
 
 
 @dataclass(**_NODE)
+class AssertStmt(Stmt):
+    """``assert condition, message``, then ``body``: a check made when the program runs.
+
+    Lowering adds them where only the run time can tell whether an access stays inside its
+    buffer (symbolic shapes); a failing one raises :class:`mlckit.errors.VMError` with the
+    message (TVM's ``AssertStmt``; ``T.Assert`` in TVMScript is written ``assert``)."""
+
+    condition: PrimExpr = None  # type: ignore[assignment]
+    message: str = ""
+    body: Stmt = None  # type: ignore[assignment]
+
+    def __init__(self, condition: Any, message: str, body: Stmt, *, span: Any = None):
+        condition = convert(condition)
+        if condition.dtype != "bool":
+            raise IRError(f"an assert needs a boolean condition, got dtype {condition.dtype}")
+        object.__setattr__(self, "condition", condition)
+        object.__setattr__(self, "message", str(message))
+        object.__setattr__(self, "body", body)
+        object.__setattr__(self, "span", span)
+
+
+@dataclass(**_NODE)
 class Evaluate(Stmt):
     value: PrimExpr = None  # type: ignore[assignment]
 

@@ -160,6 +160,24 @@ def copy_only(
             C[vi, vj] = A[vi, vj]
 
 
+@T.prim_func
+def one_column_too_many(
+    A: T.Buffer((4, 16), "float32"), B: T.Buffer((16,), "float32"), C: T.Buffer((4, 16), "float32")
+):
+    for i, j in T.grid(4, 17):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = T.max(A[vi, vj] + B[vj], T.float32(0))
+
+
+def test_bias_relu_with_a_loop_past_the_buffer_is_rejected():
+    # It used to be "correct": the llvm kernel wrote C[3, 16] past the end, silently.
+    result = check("ch1.bias_relu", one_column_too_many)
+    assert not result
+    assert "when j = 16, axis 1 of A is indexed with 16, past its last index 15" in result.message
+    assert "loop j in range(17)" in result.hint and "A has shape (4, 16)" in result.hint
+
+
 def test_bias_relu_mistakes_get_their_hints():
     result = check("ch1.bias_relu", bias_by_row)
     assert "broadcast along the wrong axis" in result.message and "B[vj]" in result.hint

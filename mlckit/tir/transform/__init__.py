@@ -13,12 +13,15 @@ from mlckit.ir.module import BaseFunc, IRModule
 from ..function import PrimFunc
 from .compact_buffer_allocation import compact_buffer_allocation
 from .verify_bindings import verify_block_bindings
+from .verify_bounds import OutOfBoundsError, verify_buffer_bounds
 
 
 def lower_prim_func(func: PrimFunc) -> PrimFunc:
-    """The lowering the backend applies before generating code."""
+    """The lowering the backend applies before generating code, for every target and every
+    build path: checks (bindings, then every access against its buffer's shape, adding
+    run-time checks where only the run time can tell), then buffer compaction."""
     verify_block_bindings(func)
-    return compact_buffer_allocation(func)
+    return compact_buffer_allocation(verify_buffer_bounds(func))
 
 
 def CompactBufferAllocation() -> _transform.Pass:
@@ -33,9 +36,11 @@ def CompactBufferAllocation() -> _transform.Pass:
 __all__ = [
     "CompactBufferAllocation",
     "DefaultGPUSchedule",
+    "OutOfBoundsError",
     "compact_buffer_allocation",
     "lower_prim_func",
     "verify_block_bindings",
+    "verify_buffer_bounds",
 ]
 
 

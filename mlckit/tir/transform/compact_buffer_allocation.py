@@ -117,6 +117,9 @@ class _Collector:
             self.bindings[stmt.var] = self.resolve(stmt.value)
             self.visit(stmt.body)
             del self.bindings[stmt.var]
+        elif isinstance(stmt, S.AssertStmt):
+            self.exprs(stmt.condition)
+            self.visit(stmt.body)
         elif isinstance(stmt, S.Evaluate):
             self.exprs(stmt.value)
         elif isinstance(stmt, S.Allocate):
