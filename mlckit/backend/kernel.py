@@ -178,7 +178,10 @@ def kernel_signature(func: PrimFunc) -> tuple[ParamSpec, ...]:
         if buffer is None:
             specs.append(ParamSpec(param.name_hint, param.dtype))
             continue
-        shape = tuple(d.value if isinstance(d, E.IntImm) else None for d in buffer.shape)
+        shape = tuple(
+            d.value if isinstance(d, E.IntImm) else getattr(d, "name_hint", "?")
+            for d in buffer.shape
+        )
         specs.append(
             ParamSpec(buffer.name, buffer.dtype, len(shape), shape, id(buffer.data) in stored)
         )

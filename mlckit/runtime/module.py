@@ -79,13 +79,13 @@ def time_function(
 @dataclass(frozen=True)
 class ParamSpec:
     """What one parameter of a compiled function takes: a tensor of ``dtype`` with ``ndim``
-    dims (``shape`` holds the static dims, None where symbolic), or, when ``ndim`` is None, a
+    dims (``shape``: each an int, or the symbolic dim as written), or, when ``ndim`` is None, a
     scalar of ``dtype``. ``written``: the function stores into it."""
 
     name: str
     dtype: str
     ndim: int | None = None
-    shape: tuple[int | None, ...] = ()
+    shape: tuple[int | str, ...] = ()
     written: bool = False
 
 
@@ -93,10 +93,10 @@ def check_arguments(
     name: str, params: Sequence[ParamSpec], args: Sequence[Any], on_gpu: bool = False
 ) -> list[Any]:
     """The arguments of the compiled function ``name`` as its code takes them, checked against
-    its parameters, the same way for every target: the kind, rank and dtype of each, an output
-    that is C-contiguous, writable and overlaps no other argument (kernels assume
-    ``tir.noalias``). NDArrays are unwrapped and strided inputs copied; shapes are checked by
-    the kernel itself, which knows how its symbolic dims relate. ``on_gpu``: host inputs are
+    its parameters, the same way for every target: the kind, rank, dtype and static dims of
+    each, an output that is C-contiguous, writable and overlaps no other argument (kernels
+    assume ``tir.noalias``). NDArrays are unwrapped and strided inputs copied; symbolic dims
+    are checked by the kernel itself, which knows how they relate. ``on_gpu``: host inputs are
     copied to the GPU here (numba would copy every host array back after the launch, into a
     read-only one too)."""
     if len(args) != len(params):
@@ -126,13 +126,14 @@ def check_arguments(
 def _check_argument(name: str, index: int, spec: ParamSpec, arg: Any, on_gpu: bool) -> Any:
     where = f"{name}: argument {_label(spec, index)}"
     if spec.ndim is None:
-        if not is_scalar_of(arg, spec.dtype):
-            raise VMError(f"{where} expects a {spec.dtype} scalar, got {describe(arg)}")
+        problem = scalar_problem(arg, spec.dtype)
+        if problem is not None:
+            raise VMError(f"{where} {problem}")
         return arg
     data = arg._data if isinstance(arg, NDArray) else arg
     if not hasattr(data, "dtype") or not (isinstance(data, np.ndarray) or is_device_array(data)):
         raise VMError(
-            f"{where} expects a {spec.dtype} tensor, got {describe(arg)}{convert_hint(arg)}"
+            f"{where} expects {a(spec.dtype)} tensor, got {describe(arg)}{convert_hint(arg)}"
         )
     if data.ndim != spec.ndim:
         raise VMError(f"{where} expects a tensor of rank {spec.ndim}, got {describe(arg)}")
@@ -141,6 +142,9 @@ def _check_argument(name: str, index: int, spec: ParamSpec, arg: Any, on_gpu: bo
             f"{where} expects dtype {spec.dtype}, got {describe(arg)}; convert it with "
             f".astype({spec.dtype!r})"
         )
+    if any(isinstance(size, int) and size != got for size, got in zip(spec.shape, data.shape)):
+        expected = ", ".join(map(str, spec.shape)) + ("," if len(spec.shape) == 1 else "")
+        raise VMError(f"{where} expects shape ({expected}), got {describe(arg)}")
     if not isinstance(data, np.ndarray):
         return data  # a device array: contiguous and writable by construction
     if spec.written:
@@ -163,14 +167,21 @@ def _label(spec: ParamSpec, index: int) -> str:
     return f"{index} ({spec.name})"
 
 
-def is_scalar_of(value: Any, dtype: str) -> bool:
-    """Whether ``value`` is a Python or numpy number that a scalar of ``dtype`` takes: an
-    integer for an integer dtype, any real for a float one, a bool only for "bool"."""
+def scalar_problem(value: Any, dtype: str) -> str | None:
+    """What keeps ``value`` from being a scalar of ``dtype``, or None: an integer dtype takes
+    an integer in its range, a float dtype any real number, "bool" only a bool."""
+    expected = f"expects {a(dtype)} scalar, got {describe(value)}"
     if isinstance(value, (bool, np.bool_)):
-        return dtype == "bool"
+        return None if dtype == "bool" else expected
     if dtype.startswith(("int", "uint")):
-        return isinstance(value, (int, np.integer))
-    return dtype != "bool" and isinstance(value, (int, float, np.integer, np.floating))
+        if not isinstance(value, (int, np.integer)):
+            return expected
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            return f"{expected}, outside the range of {dtype} ({info.min} to {info.max})"
+        return None
+    real = isinstance(value, (int, float, np.integer, np.floating))
+    return None if real and dtype != "bool" else expected
 
 
 def describe(value: Any) -> str:
@@ -181,18 +192,18 @@ def describe(value: Any) -> str:
     if isinstance(value, NDArray):
         value = value._data
     if isinstance(value, np.ndarray) or is_device_array(value):
-        return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
+        return f"{a(str(value.dtype))} tensor of shape {tuple(value.shape)}"
     kind = type_name(value)
     if isinstance(value, (list, tuple)):
         kinds = sorted({type_name(v) for v in value})
         if len(kinds) == 1:
             return f"a {kind} of {len(value)} {kinds[0]}{'' if len(value) == 1 else 's'}"
         return f"a {kind} of {len(value)} values" + (f" ({', '.join(kinds)})" if kinds else "")
-    if isinstance(value, (int, float, np.generic)):
-        return f"{_article(kind)} {kind} ({value!r})"
+    if isinstance(value, (int, float, complex, np.generic)):
+        return f"{a(kind)} ({value})"
     if hasattr(value, "shape") and hasattr(value, "dtype"):  # another library's tensor
-        return f"{_article(kind)} {kind} of shape {tuple(value.shape)} and dtype {value.dtype}"
-    return f"{_article(kind)} {kind}"
+        return f"{a(kind)} of shape {tuple(value.shape)} and dtype {value.dtype}"
+    return a(kind)
 
 
 def convert_hint(value: Any) -> str:
@@ -211,8 +222,9 @@ def type_name(value: Any) -> str:
     return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
 
 
-def _article(word: str) -> str:
-    return "an" if word[:1].lower() in "aeiou" else "a"
+def a(word: str) -> str:
+    """``word`` with its indefinite article: "a float32", "an int32"."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
 
 
 class PackedFunc:

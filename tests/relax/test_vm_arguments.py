@@ -87,7 +87,7 @@ def test_a_kernel_gets_the_dtype_it_was_written_for_or_a_vm_error(calls_vm):
     """An R.Tensor(ndim=1) of float64 reached the float32 kernel: the python target computed
     in float64, llvm raised numba's TypeError."""
     with pytest.raises(
-        VMError, match=r"any_dtype: the call of add_half: argument 0 \(A\) expects dtype float32"
+        VMError, match=r"any_dtype: add_half\(x, y\): argument 0 \(A\) expects dtype float32"
     ):
         calls_vm["any_dtype"](np.ones(4, "float64"))
     np.testing.assert_array_equal(calls_vm["any_dtype"](np.ones(4, "float32")).numpy(), 1.5)
@@ -95,16 +95,26 @@ def test_a_kernel_gets_the_dtype_it_was_written_for_or_a_vm_error(calls_vm):
 
 def test_a_kernel_writes_only_into_a_writable_array(calls_vm):
     x = np.ones(4, "float32")
-    with pytest.raises(VMError, match=r"the call of add_half: argument 1 \(B\) .* read-only"):
+    with pytest.raises(VMError, match=r"into: add_half\(x, out\): argument 1 \(B\) .* read-only"):
         calls_vm["into"](x, _read_only(np.zeros(4, "float32")))
     with pytest.raises(VMError, match=r"argument 1 \(B\) receives a result but shares memory"):
         calls_vm["into"](x, x)
+    with pytest.raises(
+        VMError, match=r"into: parameter out receives a result, but .* C-contiguous"
+    ):
+        calls_vm["into"](x, np.zeros(8, "float32")[::2])  # the result would go to a copy
     np.testing.assert_array_equal(calls_vm["into"](x, np.zeros(4, "float32")).numpy(), 1.5)
 
 
 def test_a_shape_argument_holds_integers(calls_vm):
     with pytest.raises(VMError, match=r"parameter s expects a shape of 1 dims \(a tuple of ints\)"):
+        calls_vm["shape_of"]((1, 2))
+    with pytest.raises(
+        VMError, match=r"parameter s, dimension 0, expects an int64 scalar, got a fl"
+    ):
         calls_vm["shape_of"]((2.5,))
+    with pytest.raises(VMError, match=r"parameter s, dimension 0, .* outside the range of int64"):
+        calls_vm["shape_of"]((2**63,))
     assert calls_vm["shape_of"]([3]) == [3]
 
 
@@ -127,7 +137,7 @@ def test_a_call_tir_whose_output_disagrees_with_the_kernel_is_refused_at_build_t
 
     with pytest.raises(
         BuildError,
-        match=r"main: the call of add_half: argument 1 \(B\) expects a float32 tensor, but gets "
+        match=r"main: add_half\(x, y\): argument 1 \(B\) expects a float32 tensor, but gets "
         r"R.Tensor\(\(4,\), dtype=\"int32\"\)",
     ):
         relax.build(WrongOutput, "python")

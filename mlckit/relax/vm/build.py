@@ -38,6 +38,7 @@ class Executable:
         params: dict[str, list[str]],
         constants: list[Constant],
         target: Target,
+        written: dict[str, frozenset[int]] | None = None,
     ):
         self.kernels = kernels
         self.relax_sources = relax_sources
@@ -45,6 +46,8 @@ class Executable:
         self.params = params
         self.constants = constants
         self.target = target
+        # For each relax function, the indices of the parameters its kernels write into.
+        self.written = written or {}
 
     def function_names(self) -> list[str]:
         return list(self.params)
@@ -143,6 +146,7 @@ def build(
     kernels: dict[str, Kernel] = {}
     relax_sources: dict[str, str] = {}
     param_names: dict[str, list[str]] = {}
+    written: dict[str, frozenset[int]] = {}
     constants: list[Constant] = []
     signatures = {
         gv.name_hint: kernel_signature(func)
@@ -163,11 +167,14 @@ def build(
             )
             relax_sources[gv.name_hint] = generator.generate()
             param_names[gv.name_hint] = [p.name_hint for p in func.params]
+            written[gv.name_hint] = frozenset(
+                i for i, p in enumerate(func.params) if p in generator.written_params
+            )
         else:
             raise BuildError(
                 f"cannot build the function {gv.name_hint} of type {type(func).__name__}"
             )
-    return Executable(kernels, relax_sources, python_names, param_names, constants, target)
+    return Executable(kernels, relax_sources, python_names, param_names, constants, target, written)
 
 
 class VirtualMachine:
@@ -206,13 +213,18 @@ class VirtualMachine:
         func = namespace[self.executable.python_names[name]]
         params = self.executable.params[name]
         device = self.device
+        # The label a parameter that a kernel writes into is refused with, or None.
+        written = [
+            f"{name}: parameter {p}" if i in self.executable.written.get(name, ()) else None
+            for i, p in enumerate(params)
+        ]
 
         def call(*args: Any) -> Any:
             if len(args) != len(params):
                 raise VMError(
                     f"{name} takes {len(params)} arguments ({', '.join(params)}), got {len(args)}"
                 )
-            result = func(*[runtime.from_ndarray(a, device) for a in args])
+            result = func(*[runtime.from_ndarray(a, device, w) for a, w in zip(args, written)])
             return _wrap_result(result, device)
 
         call.__name__ = name

@@ -25,7 +25,7 @@ from mlckit.ir.dtype import SCALAR_DTYPES
 from mlckit.ir.module import GlobalVar
 from mlckit.ir.name_supply import NameSupply
 from mlckit.ir.op import Op
-from mlckit.runtime.module import ParamSpec
+from mlckit.runtime.module import ParamSpec, a
 from mlckit.tir import expr as E
 
 from ..analysis.analysis import used_vars
@@ -111,6 +111,9 @@ class RelaxToPython:
         # Variables bound to the VM's own allocations: contiguous, writable, and aliasing
         # nothing, so a kernel may write into them unchecked.
         self.owned: set[Var] = set()
+        # The parameters some kernel writes into: the caller's array must take the result
+        # itself, so the VM may not copy it on the way in (VirtualMachine's entry).
+        self.written_params: set[Var] = set()
         self.constants = constants
         # Variables read somewhere: a call made only for its effect binds nothing otherwise.
         self.used = set(used_vars(func))
@@ -425,7 +428,8 @@ class RelaxToPython:
         is known to be a writable, contiguous output that overlaps no other argument."""
         name = kernel.name_hint
         specs = self.kernels[name]
-        label = f"{self.func_label()}: the call of {name}"
+        spelled = [expr.name_hint if isinstance(expr, Var) else text for text, _, expr in args]
+        label = f"{self.func_label()}: {name}({', '.join(spelled)})"
         if len(args) != len(specs):
             raise BuildError(
                 f"{label} passes {len(args)} arguments, but {name} takes {len(specs)} "
@@ -445,6 +449,8 @@ class RelaxToPython:
                         f"{', '.join(str(o) for o in others if o != index)} too; a kernel's "
                         "buffers must not overlap"
                     )
+            if spec.written and expr in self.func.params:
+                self.written_params.add(expr)
             owned = expr is None or expr in self.owned
             at_run_time |= not _proven(spec, sinfo) or (spec.written and not owned)
         texts = [text for text, _, _ in args]
@@ -554,14 +560,14 @@ def _argument_problem(spec: ParamSpec, sinfo: StructInfo | None) -> str | None:
     if spec.ndim is None:
         if isinstance(sinfo, PrimStructInfo) and _scalar_fits(sinfo.dtype, spec.dtype):
             return None
-        return f"expects a {spec.dtype} scalar, but gets {format_struct_info(sinfo)}"
+        return f"expects {a(spec.dtype)} scalar, but gets {format_struct_info(sinfo)}"
     got = f"but gets {format_struct_info(sinfo)}"
     if not isinstance(sinfo, TensorStructInfo) or sinfo.dtype not in ("void", spec.dtype):
-        return f"expects a {spec.dtype} tensor, {got}"
+        return f"expects {a(spec.dtype)} tensor, {got}"
     if sinfo.ndim not in (-1, spec.ndim):
         return f"expects a tensor of rank {spec.ndim}, {got}"
     for axis, (dim, size) in enumerate(zip(sinfo.shape_values or (), spec.shape)):
-        if isinstance(dim, E.IntImm) and size is not None and dim.value != size:
+        if isinstance(dim, E.IntImm) and isinstance(size, int) and dim.value != size:
             return f"expects size {size} in dimension {axis}, {got}"
     return None
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from mlckit.errors import VMError
 from mlckit.runtime.cuda import is_device_array, to_device
-from mlckit.runtime.module import convert_hint, describe, is_scalar_of
+from mlckit.runtime.module import convert_hint, describe, scalar_problem
 from mlckit.runtime.ndarray import Device, NDArray, cuda
 from mlckit.runtime.ndarray import aligned_empty as aligned_empty  # for the generated code
 from mlckit.runtime.registry import get_global_func
@@ -68,18 +68,19 @@ def check_tuple(value: Any, where: str, size: int) -> None:
 
 
 def check_shape(value: Any, where: str, ndim: int) -> None:
-    if (
-        not isinstance(value, (tuple, list))
-        or (ndim >= 0 and len(value) != ndim)
-        or not all(is_scalar_of(dim, "int64") for dim in value)
-    ):
+    if not isinstance(value, (tuple, list)) or (ndim >= 0 and len(value) != ndim):
         dims = f" of {ndim} dims" if ndim >= 0 else ""
         raise VMError(f"{where} expects a shape{dims} (a tuple of ints), got {describe(value)}")
+    for axis, dim in enumerate(value):
+        problem = scalar_problem(dim, "int64")
+        if problem is not None:
+            raise VMError(f"{where}, dimension {axis}, {problem}")
 
 
 def check_prim(value: Any, where: str, dtype: str) -> None:
-    if not is_scalar_of(value, dtype):
-        raise VMError(f"{where} expects a {dtype} scalar, got {describe(value)}")
+    problem = scalar_problem(value, dtype)
+    if problem is not None:
+        raise VMError(f"{where} {problem}")
 
 
 def as_bool(value: Any) -> bool:
@@ -97,23 +98,35 @@ def to_ndarray(value: Any) -> Any:
     return value
 
 
-def from_ndarray(value: Any, device: Device | None = None) -> Any:
-    """A VM argument as the generated code takes it, on ``device``: a numpy array on the cpu,
-    a device array on cuda (host data is copied over)."""
+def from_ndarray(value: Any, device: Device | None = None, written: str | None = None) -> Any:
+    """A VM argument as the generated code takes it, on ``device``: a C-contiguous numpy array
+    on the cpu, a device array on cuda (other arrays are copied).
+
+    ``written`` names a parameter that a kernel writes into: the result must land in the
+    caller's own array, so one that would be copied is refused instead."""
     on_gpu = device is not None and device.device_type == "cuda"
-    if isinstance(value, NDArray):
-        if value.on_gpu == on_gpu:
-            return value._data
-        value = value.numpy()
-    if isinstance(value, np.ndarray):
-        if on_gpu:
-            return to_device(np.ascontiguousarray(value))
-        return value if value.flags.c_contiguous else np.ascontiguousarray(value)
-    if is_device_array(value) and not on_gpu:
-        return value.copy_to_host()
     if isinstance(value, (tuple, list)):  # kept a list, for error messages to name it
         return type(value)(from_ndarray(v, device) for v in value)
-    return value
+    data = value._data if isinstance(value, NDArray) else value
+    if (
+        is_device_array(data)
+        if on_gpu
+        else isinstance(data, np.ndarray) and data.flags.c_contiguous
+    ):
+        return data
+    if not isinstance(data, np.ndarray) and not is_device_array(data):
+        return value  # not a tensor: the generated checks say what it should have been
+    if written is not None:
+        if on_gpu != is_device_array(data):
+            why, fix = f"is not on {device}", "mlckit.nd.array(..., device)"
+        else:
+            why, fix = "is not C-contiguous (a view with strides)", "np.ascontiguousarray(...)"
+        raise VMError(
+            f"{written} receives a result, but its array {why}, so the result would go to a "
+            f"copy; pass {fix} and read the result from that array"
+        )
+    host = data.copy_to_host() if is_device_array(data) else np.ascontiguousarray(data)
+    return to_device(host) if on_gpu else host
 
 
 def call_dps_packed(name: str, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
