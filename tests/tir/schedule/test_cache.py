@@ -190,3 +190,13 @@ def test_cache_write_of_an_update_block_without_init_is_refused():
     with pytest.raises(ScheduleError, match="reads buffer 'Y', which it updates, and has no T"):
         sch.cache_write(sch.get_block("Y"), 0, "local")
     assert_structural_equal(sch.mod, before)
+
+
+def test_a_copy_under_a_split_that_does_not_divide_its_loop_is_guarded():
+    sch = tir.Schedule(fused_rows)
+    (i,) = sch.get_loops(sch.get_block("B"))[:1]
+    sch.split(i, factors=[None, 5])
+    sch.cache_write(sch.get_block("B"), 0, "local")
+    copy = next(r for r in sch.walk_blocks(sch.func.body) if r.block.name_hint == "B_local")
+    assert copy.predicate.script() == "i_0 * 5 + i_1 + ax0 < 64"
+    assert_same_numerics(fused_rows, sch.mod, [(64, 32), (64, 32)], target="llvm")

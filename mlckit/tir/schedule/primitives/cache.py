@@ -63,7 +63,7 @@ def cache_read(
         loc, pos = _CacheLocation.find(scope, writer.block, buffer)
         region = _produced_region(sch, writer, buffer, loc)
     name = unique_block_name(sch, cache.name)
-    stage = _copy_stage(region, buffer, cache, name)
+    stage = _copy_stage(region, buffer, cache, name, _analyzer_at(sch, loc))
 
     def reads_cache(blk: S.Block) -> bool:
         # Every reader switches to the copy; the producer keeps writing the original.
@@ -89,7 +89,7 @@ def cache_write(
     loc, pos = _CacheLocation.find(scope, realize.block, buffer)
     region = _produced_region(sch, realize, buffer, loc)
     name = unique_block_name(sch, cache.name)
-    stage = _copy_stage(region, cache, buffer, name)
+    stage = _copy_stage(region, cache, buffer, name, _analyzer_at(sch, loc))
 
     def is_writer(blk: S.Block) -> bool:
         return blk is realize.block
@@ -237,9 +237,25 @@ def _produced_region(
     return relax_region(region, bindings, dom, Analyzer())
 
 
-def _copy_stage(region: BufferRegion, src: Buffer, dst: Buffer, name: str) -> S.Stmt:
-    """``for ax0, ax1, ...: dst[v0, v1, ...] = src[v0, v1, ...]`` over ``region``."""
+def _analyzer_at(sch: Schedule, loc: S.Stmt) -> Analyzer:
+    """An analyzer knowing the ranges of the loops and block iter vars around (and at)
+    ``loc``, where the copy stage goes."""
     analyzer = Analyzer()
+    for node in path_to(sch, loc):
+        if isinstance(node, S.For):
+            analyzer.bind(node.loop_var, loop_range(node))
+        elif isinstance(node, S.Block):
+            for iv in node.iter_vars:
+                analyzer.bind(iv.var, iv.dom)
+    return analyzer
+
+
+def _copy_stage(
+    region: BufferRegion, src: Buffer, dst: Buffer, name: str, analyzer: Analyzer
+) -> S.Stmt:
+    """``for ax0, ax1, ...: dst[v0, v1, ...] = src[v0, v1, ...]`` over ``region``, guarded
+    where the region may stick out of the buffer (a tile past the end of a split that does
+    not divide its loop, a padded window past the edge)."""
     loop_vars = [E.Var(f"ax{i}", r.extent.dtype) for i, r in enumerate(region.region)]
     iter_vars = [
         E.IterVar(
@@ -258,7 +274,14 @@ def _copy_stage(region: BufferRegion, src: Buffer, dst: Buffer, name: str) -> S.
         S.BufferStore(dst, E.BufferLoad(src, indices), indices),
     )
     values = [analyzer.simplify(r.min + v) for r, v in zip(region.region, loop_vars)]
-    stmt: S.Stmt = S.BlockRealize(values, True, block)
+    for var, rng in zip(loop_vars, region.region):
+        analyzer.bind(var, E.Range.from_min_extent(E.make_const(0, var.dtype), rng.extent))
+    guard: E.PrimExpr = E.const(True, "bool")
+    for value, dim in zip(values, region.buffer.shape):
+        for cond in (E.make_const(0, value.dtype) <= value, value < dim):
+            if not analyzer.can_prove(cond):
+                guard = cond if E.is_true(guard) else E.And(guard, cond)
+    stmt: S.Stmt = S.BlockRealize(values, guard, block)
     for var, rng in reversed(list(zip(loop_vars, region.region))):
         stmt = S.For(var, E.make_const(0, var.dtype), rng.extent, S.ForKind.SERIAL, stmt)
     return stmt
