@@ -243,7 +243,13 @@ class PackedFunc:
         self.params = tuple(params)
         self.on_gpu = on_gpu
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            names = ", ".join(p.name for p in self.params)
+            raise VMError(
+                f"{self.name} takes its arguments by position, {self.name}({names}); got "
+                f"keyword arguments {', '.join(kwargs)}"
+            )
         return self.func(*check_arguments(self.name, self.params, args, self.on_gpu))
 
     def __repr__(self) -> str:

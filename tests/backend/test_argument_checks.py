@@ -126,6 +126,11 @@ def test_every_target_checks_kind_rank_dtype_and_count_alike(scale_lib, args, me
         scale_lib["scale_to_int"](*args)
 
 
+def test_arguments_go_by_position(scale_lib):
+    with pytest.raises(VMError, match=r"scale_to_int takes its arguments by position"):
+        scale_lib["scale_to_int"](A=_a(), B=np.zeros(4, "int32"), k=2)
+
+
 def test_a_torch_tensor_is_named_with_the_way_to_convert_it(scale_lib):
     torch = pytest.importorskip("torch")
     with pytest.raises(VMError, match=r"got a torch.Tensor of shape \(4,\).*pass t.numpy\(\)"):

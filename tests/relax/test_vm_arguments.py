@@ -141,3 +141,12 @@ def test_a_call_tir_whose_output_disagrees_with_the_kernel_is_refused_at_build_t
         r"R.Tensor\(\(4,\), dtype=\"int32\"\)",
     ):
         relax.build(WrongOutput, "python")
+
+
+def test_arguments_go_by_position_and_the_device_is_a_device(my_vm):
+    """Keyword arguments and a device given as a string raised bare TypeError/AttributeError."""
+    x = np.ones((3, 4), "float32")
+    with pytest.raises(VMError, match=r"main takes its arguments by position, main\(x, y\)"):
+        my_vm["main"](x=x, y=x)
+    with pytest.raises(VMError, match=r"runs on a device such as mlckit.cpu\(\).*not a str"):
+        relax.VirtualMachine(my_vm.executable, "cpu")

@@ -14,7 +14,7 @@ from mlckit.errors import BuildError, MLCError, VMError
 from mlckit.ir.module import IRModule
 from mlckit.ir.name_supply import NameSupply
 from mlckit.runtime.cuda import is_device_array, numba_cuda
-from mlckit.runtime.module import BenchmarkResult, check_arguments, time_function
+from mlckit.runtime.module import BenchmarkResult, check_arguments, describe, time_function
 from mlckit.runtime.ndarray import Device, aligned_copy, cpu, cuda
 from mlckit.target import Target
 from mlckit.tir.function import PrimFunc
@@ -193,9 +193,14 @@ class VirtualMachine:
             )
         self.executable = exe
         on_gpu = exe.target.kind == "cuda"
-        self.device = (device[0] if isinstance(device, list) else device) or (
+        self.device = (device[0] if isinstance(device, list) and device else device) or (
             cuda() if on_gpu else cpu()
         )
+        if not isinstance(self.device, Device):
+            raise VMError(
+                f"VirtualMachine runs on a device such as mlckit.cpu() or mlckit.cuda(), not "
+                f"{describe(self.device)}"
+            )
         if (self.device.device_type == "cuda") != on_gpu:
             raise VMError(
                 f"the executable was built for {exe.target.kind} and cannot run on "
@@ -219,7 +224,12 @@ class VirtualMachine:
             for i, p in enumerate(params)
         ]
 
-        def call(*args: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if kwargs:
+                raise VMError(
+                    f"{name} takes its arguments by position, {name}({', '.join(params)}); "
+                    f"got keyword arguments {', '.join(kwargs)}"
+                )
             if len(args) != len(params):
                 raise VMError(
                     f"{name} takes {len(params)} arguments ({', '.join(params)}), got {len(args)}"

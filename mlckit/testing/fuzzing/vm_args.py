@@ -276,9 +276,11 @@ class Case:
     forms: list[str] = dataclasses.field(default_factory=list)
     # The names a refusal must mention (empty: the call must be accepted).
     blame: set[str] = dataclasses.field(default_factory=set)
+    # The arguments are passed by keyword (TVM's VM, like ours, takes them by position).
+    keywords: bool = False
 
     def __str__(self) -> str:
-        args = ", ".join(self.forms)
+        args = ", ".join(f"{f} (by keyword)" if self.keywords else f for f in self.forms)
         verdict = f"must be refused, naming one of {sorted(self.blame)}" if self.blame else "valid"
         return (
             f"# vm_args.trial_for_seed({self.seed}) repeats this trial\n"
@@ -317,12 +319,16 @@ def draw(case: Case, rng: random.Random) -> list[Arg]:
                 case.blame |= {params[first].name_hint, params[second].name_hint}
     case.forms = [a.form for a in args]
     if bad is None and rng.random() < 0.1:
-        if rng.random() < 0.5:
+        if rng.random() < 0.3:
+            case.keywords = True
+            case.blame.add("by position")
+        elif rng.random() < 0.5:
             args.append(Arg(np.zeros(1, "float32"), None, "one argument too many"))
             case.forms.append("<one argument too many>")
         else:
             case.forms.append(f"<{args.pop().form}: left out>")
-        case.blame.add(f"takes {len(params)} arguments")
+        if not case.keywords:
+            case.blame.add(f"takes {len(params)} arguments")
     return args
 
 
@@ -409,7 +415,11 @@ def check(case: Case, args: list[Arg]) -> None:
     another result than numpy, or changed an input."""
     vm = executable(case.target)
     snapshots = [_copy(a.passed) for a in args]
-    result = vm[case.function](*[a.passed for a in args])
+    if case.keywords:
+        params = [p.name_hint for p in Functions[case.function].params]
+        result = vm[case.function](**{n: a.passed for n, a in zip(params, args)})
+    else:
+        result = vm[case.function](*[a.passed for a in args])
     if case.blame:
         raise WrongResult(f"the call was accepted (returned {result!r})")
     _compare(result, FUNCTIONS[case.function].reference(*[a.value for a in args]))
