@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -107,14 +108,10 @@ def check_arguments(
         for index, (spec, arg) in enumerate(zip(params, args))
     ]
     for index, spec in enumerate(params):
-        if not spec.written or not isinstance(out[index], np.ndarray):
+        if spec.ndim is None or not spec.written:
             continue
         for other, arg in enumerate(out):
-            if (
-                other != index
-                and isinstance(arg, np.ndarray)
-                and np.may_share_memory(out[index], arg)
-            ):
+            if other != index and params[other].ndim is not None and _overlap(out[index], arg):
                 raise VMError(
                     f"{name}: argument {_label(spec, index)} receives a result but shares memory "
                     f"with argument {_label(params[other], other)}; a compiled function's buffers "
@@ -161,6 +158,41 @@ def _check_argument(name: str, index: int, spec: ParamSpec, arg: Any, on_gpu: bo
         return data
     data = data if data.flags.c_contiguous else np.ascontiguousarray(data)
     return to_device(data) if on_gpu else data
+
+
+def _overlap(a: Any, b: Any) -> bool:
+    """Whether two arrays (numpy or device) may share memory."""
+    host_a, host_b = _host_array(a), _host_array(b)
+    if host_a is not None and host_b is not None:
+        return np.may_share_memory(host_a, host_b)
+    span_a, span_b = _device_span(a), _device_span(b)
+    return a is b or (
+        span_a is not None
+        and span_b is not None
+        and span_a[0] < span_b[1]
+        and span_b[0] < span_a[1]
+    )
+
+
+def _host_array(array: Any) -> np.ndarray | None:
+    if isinstance(array, np.ndarray):
+        return array
+    simulated = getattr(array, "_ary", None)  # numba's CUDA simulator keeps a numpy array
+    return simulated if isinstance(simulated, np.ndarray) else None
+
+
+def _device_span(array: Any) -> tuple[int, int] | None:
+    """The device addresses a GPU array's elements lie between."""
+    interface = getattr(array, "__cuda_array_interface__", None)
+    if interface is None:
+        return None
+    start, shape, strides = interface["data"][0], interface["shape"], interface.get("strides")
+    itemsize = np.dtype(interface["typestr"]).itemsize
+    if 0 in shape:
+        return start, start
+    if strides is None:  # C-contiguous
+        return start, start + math.prod(shape) * itemsize
+    return start, start + sum((n - 1) * s for n, s in zip(shape, strides)) + itemsize
 
 
 def _label(spec: ParamSpec, index: int) -> str:

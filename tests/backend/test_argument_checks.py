@@ -67,13 +67,19 @@ def scale_to_int(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "int32"), k: T.
 TARGETS = ["python", "llvm", "cuda"]  # cuda: numba's simulator on a machine without a GPU
 
 
+def _build(func, target, block):
+    """``func`` compiled for ``target``; for cuda, the outer loop of ``block`` bound to the
+    GPU's threads."""
+    if target != "cuda":
+        return mlckit.build(func, target)
+    sch = mlckit.tir.Schedule(func)
+    sch.bind(sch.get_loops(sch.get_block(block))[0], "threadIdx.x")
+    return mlckit.build(sch.mod["main"], "cuda")
+
+
 @pytest.fixture(scope="module", params=TARGETS)
 def scale_lib(request):
-    if request.param != "cuda":
-        return mlckit.build(scale_to_int, request.param)
-    sch = mlckit.tir.Schedule(scale_to_int)
-    sch.bind(sch.get_loops(sch.get_block("B"))[0], "threadIdx.x")
-    return mlckit.build(sch.mod["main"], "cuda")
+    return _build(scale_to_int, request.param, "B")
 
 
 def _a():
@@ -181,20 +187,27 @@ def matmul_4(
             C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
 
 
-@pytest.mark.parametrize("target", ["python", "llvm"])
+@pytest.mark.parametrize("target", TARGETS)
 def test_an_output_that_overlaps_another_argument_is_refused(target):
     """Kernels assume tir.noalias: in place, C = A @ C would read what it has overwritten."""
-    lib = mlckit.build(matmul_4, target)
+    lib = _build(matmul_4, target, "C")
     a = np.arange(16, dtype="float32").reshape(4, 4)
+    eye = np.eye(4, dtype="float32")
+    if target == "cuda":  # host inputs are copied to the GPU, so only device arrays overlap
+        a, eye = mlckit.nd.array(a, mlckit.cuda()), mlckit.nd.array(eye, mlckit.cuda())
     with pytest.raises(
         VMError, match=r"argument 2 \(C\) receives a result but shares memory with argument 0 \(A\)"
     ):
-        lib["matmul_4"](a, np.eye(4, dtype="float32"), a)
-    np.testing.assert_array_equal(a, np.arange(16).reshape(4, 4))  # nothing was written
+        lib["matmul_4"](a, eye, a)
+    np.testing.assert_array_equal(np.asarray(a), np.arange(16).reshape(4, 4))  # nothing written
     # The same array as two inputs is fine: neither is written.
-    out = np.empty((4, 4), "float32")
+    out = (
+        mlckit.nd.empty((4, 4), "float32", a.device)
+        if target == "cuda"
+        else np.empty((4, 4), "float32")
+    )
     lib["matmul_4"](a, a, out)
-    np.testing.assert_allclose(out, a @ a)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(a) @ np.asarray(a))
 
 
 def test_a_strided_output_is_refused_instead_of_written_to_a_copy():
