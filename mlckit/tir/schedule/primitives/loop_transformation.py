@@ -252,6 +252,7 @@ def reorder(sch: Schedule, *ordered_loops: LoopRV | Sequence[LoopRV]) -> None:
                 )
     order = iter(nodes)
     new_span = [next(order) if id(loop) in given else loop for loop in span]
+    _check_init_stays_first(span, new_span, list(_walk_until_block(bottom.body)))
     body = bottom.body
     inner_vars: set[int] = set()
     for loop in reversed(new_span):
@@ -259,6 +260,40 @@ def reorder(sch: Schedule, *ordered_loops: LoopRV | Sequence[LoopRV]) -> None:
         inner_vars.add(id(loop.loop_var))
         body = loop.with_fields(body=body)
     sch.replace(span[0], body)
+
+
+def _check_init_stays_first(
+    span: list[S.For], new_span: list[S.For], realizes: list[S.BlockRealize]
+) -> None:
+    """A reduction block's init runs on the iteration where its reduce iter vars are at their
+    start, which must come first among the iterations of each element it reduces into. With
+    loops that each feed only spatial or only reduction iter vars, every order keeps that;
+    swapping two loops that both feed reduction iter vars, one of which feeds a spatial iter
+    var too (loops fused across both kinds, then split), can bring an update first."""
+    before = {id(loop): i for i, loop in enumerate(span)}
+    swapped = [
+        (a, b)
+        for i, a in enumerate(new_span)
+        for b in new_span[i + 1 :]
+        if before[id(a)] > before[id(b)]
+    ]
+    for realize in realizes:
+        if realize.block.init is None:
+            continue
+        kinds: dict[int, set[bool]] = {}
+        for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+            for var in collect_vars(value):
+                kinds.setdefault(id(var), set()).add(iv.iter_type == E.IterVarType.CommReduce)
+        for a, b in swapped:
+            ka, kb = kinds.get(id(a.loop_var), set()), kinds.get(id(b.loop_var), set())
+            mixed = next((lp for lp, k in ((a, ka), (b, kb)) if len(k) == 2), None)
+            if True in ka and True in kb and mixed is not None:
+                raise ScheduleError(
+                    f"reorder: loop {_name(mixed)} feeds both spatial and reduction iter vars "
+                    f"of block {realize.block.name_hint!r} (loops of both kinds were fused), so "
+                    f"swapping it with loop {_name(b if mixed is a else a)} could run an "
+                    "update of an element before its T.init()"
+                )
 
 
 def _check_independent(kind: str, loop: S.For, others: set[int]) -> None:
