@@ -165,7 +165,15 @@ class Analyzer:
         return None if known is None else known[1]
 
     def has_symbolic_ranges(self) -> bool:
-        return bool(self._ranges) and not self._proving
+        return not self._proving and bool(self._symbolic_ranges())
+
+    def _symbolic_ranges(self) -> dict[int, tuple[Var, IntervalSet]]:
+        # A range with constant ends says no more than the constant bounds already do.
+        return {
+            key: (var, dom)
+            for key, (var, dom) in self._ranges.items()
+            if not (isinstance(dom.min_value, IntImm) and isinstance(dom.max_value, IntImm))
+        }
 
     def symbolic_interval(self, expr: PrimExpr) -> Interval | None:
         """Constant bounds of ``expr`` after relaxing the variables with symbolic ranges.
@@ -177,14 +185,15 @@ class Analyzer:
             return None
         self._proving = True
         try:
-            everything = IntSetEvaluator(self, dict(self._ranges))
+            ranges = self._symbolic_ranges()
+            everything = IntSetEvaluator(self, ranges)
             if not everything.depends(expr):
                 return None
             # Relaxing all variables at once loses their correlation (``x < n`` given
             # ``n > x``), relaxing one at a time keeps it; every answer is sound, so keep
             # the tightest.
             evaluators = [everything] + [
-                IntSetEvaluator(self, {key: entry}) for key, entry in self._ranges.items()
+                IntSetEvaluator(self, {key: entry}) for key, entry in ranges.items()
             ]
             lo, hi = -float("inf"), float("inf")
             for evaluator in evaluators:
