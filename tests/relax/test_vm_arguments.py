@@ -150,3 +150,54 @@ def test_arguments_go_by_position_and_the_device_is_a_device(my_vm):
         my_vm["main"](x=x, y=x)
     with pytest.raises(VMError, match=r"runs on a device such as mlckit.cpu\(\).*not a str"):
         relax.VirtualMachine(my_vm.executable, "cpu")
+
+
+@I.ir_module
+class Untyped:
+    @R.function
+    def cond(c: R.Tensor(dtype="bool"), x: R.Tensor((2,), "float32")):
+        if c:
+            y = x
+        else:
+            y = R.add(x, x)
+        return y
+
+    @R.function
+    def second(t: R.Object):
+        return t[1]
+
+
+def test_values_that_struct_info_leaves_open_are_checked_where_they_are_used():
+    """A condition of two elements raised numpy's ValueError, field 1 of an int a TypeError."""
+    vm = relax.VirtualMachine(relax.build(relax.transform.LegalizeOps()(Untyped), "python"))
+    x = np.ones(2, "float32")
+    with pytest.raises(VMError, match=r"cond: the condition of the if that defines y must be one"):
+        vm["cond"](np.array([True, False]), x)
+    np.testing.assert_array_equal(vm["cond"](np.array(False), x).numpy(), 2 * x)
+    with pytest.raises(VMError, match=r"second: t\[1\] takes field 1 of a tuple, got an int \(5\)"):
+        vm["second"](5)
+    assert vm["second"]((1, 2)) == 2
+
+
+def test_a_registered_function_returns_what_the_call_declares():
+    """A float64 result declared float32 went on to the kernels unchecked."""
+
+    @mlckit.register_func("test.vm.twice", override=True)
+    def twice(x):
+        return mlckit.nd.array(np.from_dlpack(x).astype("float64") * 2)
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo((4,), "float32"))
+    with bb.function("main", [x]):
+        declared = relax.TensorStructInfo((4,), "float32")
+        bb.emit_func_output(
+            bb.emit(relax.op.call_pure_packed("test.vm.twice", x, sinfo_args=declared))
+        )
+    vm = relax.VirtualMachine(relax.build(bb.get(), "python"))
+    try:
+        with pytest.raises(
+            VMError, match=r"main: the result of test.vm.twice expects dtype float32, got a float64"
+        ):
+            vm["main"](np.ones(4, "float32"))
+    finally:
+        mlckit.runtime.remove_global_func("test.vm.twice")

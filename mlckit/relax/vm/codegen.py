@@ -73,6 +73,7 @@ VM_RUNTIME_NAMES = frozenset(
         "call_packed",
         "constants",
         "as_bool",
+        "tuple_item",
         "checked_args",
     }
 )
@@ -226,12 +227,18 @@ class RelaxToPython:
 
     # ------------------------------------------------------------------ bodies
     def seq_expr(self, seq: Expr) -> str:
-        if not isinstance(seq, SeqExpr):
-            return self.value(seq)
-        for block in seq.blocks:
-            for binding in block.bindings:
-                self.binding(binding)
-        return self.value(seq.body)
+        if isinstance(seq, SeqExpr):
+            for block in seq.blocks:
+                for binding in block.bindings:
+                    self.binding(binding)
+            seq = seq.body
+        if isinstance(seq, (Call, If)):
+            # A branch may end in a call (`else: y = R.add(x, x)`): bound like any binding.
+            result = Var("result", seq.struct_info_)
+            self.used.add(result)
+            self.binding(VarBinding(result, seq))
+            seq = result
+        return self.value(seq)
 
     def binding(self, binding: Any) -> None:
         target = self.names.get(binding.var, binding.var.name_hint)
@@ -245,14 +252,15 @@ class RelaxToPython:
             raise BuildError(f"cannot build the binding {type(binding).__name__}")
         value = binding.value
         if isinstance(value, If):
-            self.if_(target, value)
+            self.if_(target, value, binding.var.name_hint)
         elif isinstance(value, Call):
             self.call(target, value, binding)
         else:
             self.emit(f"{target} = {self.value(value)}")
 
-    def if_(self, target: str, node: If) -> None:
-        self.emit(f"if as_bool({self.value(node.cond)}):")
+    def if_(self, target: str, node: If, name: str) -> None:
+        where = repr(f"{self.func_label()}: the condition of the if that defines {name}")
+        self.emit(f"if as_bool({self.value(node.cond)}, {where}):")
         for branch in (node.true_branch, node.false_branch):
             self.indent += 1
             self.emit(f"{target} = {self.seq_expr(branch)}")
@@ -269,6 +277,7 @@ class RelaxToPython:
             elif op.name == "relax.call_pure_packed":
                 func, *args = call.args
                 self.emit(f"{target} = call_packed({self._extern_name(func)}, {self._tuple(args)})")
+                self.check_result(target, binding, func)
             elif op.name == "relax.builtin.alloc_tensor":
                 shape, dtype = self._shape_text(call.args[0]), self._dtype_of(call.args[1])
                 self.emit(f"{target} = {self._empty(shape, dtype)}")
@@ -302,8 +311,16 @@ class RelaxToPython:
                 self.emit(f"{target} = {callee}({self._values(call.args)})")
         elif isinstance(op, ExternFunc):
             self.effect(binding, f"call_packed({self._extern_name(op)}, {self._tuple(call.args)})")
+            if binding.var in self.used:
+                self.check_result(target, binding, op)
         else:
             self.emit(f"{target} = {self.value(op)}({self._values(call.args)})")
+
+    def check_result(self, target: str, binding: VarBinding, func: Any) -> None:
+        """A registered function's result is held to the struct info the call declares, as an
+        argument is to its parameter's: what the code after it assumes must be so."""
+        name = func.global_symbol if isinstance(func, ExternFunc) else getattr(func, "value", "")
+        self.check_value(target, binding.var.struct_info_, f"the result of {name}")
 
     def effect(self, binding: VarBinding, statement: str) -> None:
         """A call made for what it writes: its result is bound only if something reads it."""
@@ -530,7 +547,11 @@ class RelaxToPython:
         if isinstance(expr, Tuple):
             return self._tuple(expr.fields)
         if isinstance(expr, TupleGetItem):
-            return f"{self.value(expr.tuple_value)}[{expr.index}]"
+            base = self.value(expr.tuple_value)
+            if isinstance(expr.tuple_value.struct_info_, TupleStructInfo):
+                return f"{base}[{expr.index}]"  # the value was checked to be such a tuple
+            where = repr(f"{self.func_label()}: {_label_of(expr.tuple_value)}[{expr.index}]")
+            return f"tuple_item({base}, {expr.index}, {where})"
         if isinstance(expr, ShapeExpr):
             return _tuple_text([self.prim_value(v) for v in expr.values])
         if isinstance(expr, PrimValue):
@@ -542,6 +563,10 @@ class RelaxToPython:
         if isinstance(expr, SeqExpr):
             return self.seq_expr(expr)
         raise BuildError(f"{self.func_label()}: cannot build the expression {type(expr).__name__}")
+
+
+def _label_of(expr: Any) -> str:
+    return expr.name_hint if isinstance(expr, Var) else type(expr).__name__
 
 
 def _tuple_text(items: list[str]) -> str:

@@ -83,9 +83,21 @@ def check_prim(value: Any, where: str, dtype: str) -> None:
         raise VMError(f"{where} {problem}")
 
 
-def as_bool(value: Any) -> bool:
-    """The condition of a relax ``if``: a bool tensor of one element, or a scalar."""
-    return bool(np.asarray(value).reshape(()))
+def as_bool(value: Any, where: str) -> bool:
+    """The condition of a relax ``if``: a tensor of one element, or a scalar."""
+    data = value.copy_to_host() if is_device_array(value) else value
+    if not isinstance(data, (np.ndarray, bool, int, float, np.generic)) or np.size(data) != 1:
+        raise VMError(
+            f"{where} must be one value (a scalar or a tensor of shape ()), got {describe(value)}"
+        )
+    return bool(np.asarray(data).reshape(()))
+
+
+def tuple_item(value: Any, index: int, where: str) -> Any:
+    """Field ``index`` of a value whose struct info did not say it is a tuple (R.Object)."""
+    if not isinstance(value, (tuple, list)) or not 0 <= index < len(value):
+        raise VMError(f"{where} takes field {index} of a tuple, got {describe(value)}")
+    return value[index]
 
 
 def to_ndarray(value: Any) -> Any:
