@@ -6,43 +6,47 @@ arrays, symbolic shape variables are read off their shapes, blocks turn into pla
 ``if``, block allocations into ``np.empty``), and loops stay loops. The same text runs under
 CPython (target "python") and under ``numba.njit`` (target "llvm"), where ``parallel`` loops
 become ``prange``.
+
+**Integer semantics** (TVM's): arithmetic on an intN/uintN value wraps around at the dtype's
+width (two's complement) on every target, and so does a cast to a narrower integer. Python's
+integers never overflow and numba computes small integers in 64 bits, so the code computes an
+integer expression exactly and reduces it with a ``wrap_<dtype>`` helper wherever its exact
+value may leave the dtype; an operation on numpy scalars takes their ``int()`` first, so that
+it never overflows under CPython. Where a sum or product may leave 64 bits, its operands go
+through ``u64``: plain integers under CPython, uint64 under numba (whose int64 arithmetic
+assumes it never overflows). The printer tracks the bounds of every integer expression (loop
+variables by their ranges, loaded values by their dtype, symbolic dims from 0 to
+:data:`MAX_DIM`), so index arithmetic carries no wrap at all. (One quotient has no defined
+value: ``INT64_MIN // -1`` traps in C; numba gives 0.)
+
+**User text** never reaches the source as code: identifiers go through the NameSupply
+(sanitized, uniquified, never a keyword or a name the module uses), and any other text, a block
+name in a comment or a name in an error message, through :func:`comment` or
+:func:`string_literal`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from mlckit.errors import BuildError
-from mlckit.ir.dtype import is_float
+from mlckit.ir.dtype import INT_DTYPES, UINT_DTYPES, bits, is_float, is_int
 from mlckit.ir.name_supply import NameSupply
 from mlckit.tir import expr as E
 from mlckit.tir import stmt as S
 from mlckit.tir.buffer import Buffer, BufferRegion
 from mlckit.tir.function import PrimFunc
 
-# Names the generated module defines or imports; user identifiers never take them.
-RESERVED = frozenset(
-    {
-        "np",
-        "math",
-        "numba",
-        "prange",
-        "range",
-        "min",
-        "max",
-        "abs",
-        "int",
-        "float",
-        "bool",
-        "truncdiv",
-        "truncmod",
-        "NoAliasCompiler",
-        "VMError",
-        "len",
-        "print",
-    }
-)
+# The largest symbolic dimension the bounds assume: a non-empty array cannot have more elements
+# on a 64-bit machine (its addresses have 48 bits), and so index arithmetic over symbolic int64
+# shapes (``i * 128 + k``) needs no wrap.
+MAX_DIM = 2**48
+
+# The longest name a generated function takes (numba's cache file names include it).
+MAX_FUNCTION_NAME = 64
 
 # Python precedence levels (higher binds tighter).
 _PREC_TERNARY, _PREC_OR, _PREC_AND, _PREC_NOT, _PREC_CMP = 1, 2, 3, 4, 5
@@ -98,19 +102,123 @@ class GeneratedFunction:
     checks_shapes: bool = False
 
 
+class _Printed(NamedTuple):
+    """An expression's text, with what its consumers need to know about it."""
+
+    text: str
+    prec: int
+    # An integer expression's exact value lies within these bounds (None: unknown).
+    bounds: tuple[int, int] | None = None
+    # Under CPython the text gives a plain Python value, never a numpy scalar (a load).
+    plain: bool = True
+
+
+def _dtype_bounds(dtype: str) -> tuple[int, int]:
+    if dtype == "bool":
+        return 0, 1
+    width = bits(dtype)
+    if dtype.startswith("u"):
+        return 0, 2**width - 1
+    return -(2 ** (width - 1)), 2 ** (width - 1) - 1
+
+
+def _within(bounds: tuple[int, int] | None, dtype: str) -> bool:
+    lo, hi = _dtype_bounds(dtype)
+    return bounds is not None and lo <= bounds[0] and bounds[1] <= hi
+
+
+def _corners(op: Callable[[int, int], int], a: tuple[int, int], b: tuple[int, int]):
+    values = [op(x, y) for x in a for y in b]
+    return min(values), max(values)
+
+
+def _div_bounds(op: Callable[[int, int], int], a: tuple[int, int], b: tuple[int, int]):
+    if b[0] > 0 or b[1] < 0:  # quotients are monotone in each operand away from zero
+        return _corners(op, a, b)
+    largest = max(abs(a[0]), abs(a[1]))
+    return -largest, largest
+
+
+def _floormod_bounds(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    return min(b[0] + 1, 0), max(b[1] - 1, 0)  # the sign of the divisor
+
+
+def _truncmod_bounds(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    largest = max(abs(b[0]), abs(b[1])) - 1  # the sign of the dividend
+    return max(-largest, min(a[0], 0)), min(largest, max(a[1], 0))
+
+
+def _c_div(x: int, y: int) -> int:
+    quotient = abs(x) // abs(y) if y else 0
+    return quotient if (x >= 0) == (y > 0) else -quotient
+
+
+# The exact bounds of a binary integer operation from those of its operands.
+_BOUNDS: dict[type, Callable[[tuple[int, int], tuple[int, int]], tuple[int, int]]] = {
+    E.Add: lambda a, b: (a[0] + b[0], a[1] + b[1]),
+    E.Sub: lambda a, b: (a[0] - b[1], a[1] - b[0]),
+    E.Mul: lambda a, b: _corners(lambda x, y: x * y, a, b),
+    E.FloorDiv: lambda a, b: _div_bounds(lambda x, y: x // y if y else 0, a, b),
+    E.Div: lambda a, b: _div_bounds(_c_div, a, b),
+    E.FloorMod: _floormod_bounds,
+    E.Mod: _truncmod_bounds,
+    E.Min: lambda a, b: (min(a[0], b[0]), min(a[1], b[1])),
+    E.Max: lambda a, b: (max(a[0], b[0]), max(a[1], b[1])),
+}
+
+
+def _union(a: tuple[int, int] | None, b: tuple[int, int] | None) -> tuple[int, int] | None:
+    return None if a is None or b is None else (min(a[0], b[0]), max(a[1], b[1]))
+
+
+def _plain(printed: _Printed) -> _Printed:
+    """``printed`` as a plain Python integer under CPython (numba's ``int`` keeps the type)."""
+    return (
+        printed if printed.plain else _Printed(f"int({printed.text})", _PREC_ATOM, printed.bounds)
+    )
+
+
+def float_literal(value: float, dtype: str) -> str:
+    """A float constant as text that gives the same value, of the same dtype, on every target
+    (``inf`` and ``nan`` are no Python names; numba reads ``np.inf`` as a constant)."""
+    if math.isnan(value):
+        text = "np.nan"
+    elif math.isinf(value):
+        text = "np.inf" if value > 0 else "-np.inf"
+    else:
+        text = repr(value)
+    return f"np.{dtype}({text})"
+
+
+def string_literal(text: str) -> str:
+    """``text`` as a Python string literal of printable ASCII: no quote, backslash, line break
+    or invisible character in it can end the literal or the line."""
+    return ascii(text)
+
+
+def comment(text: str) -> str:
+    """A one-line comment showing ``text``: as it is when it is printable ASCII (nothing in it
+    can end the line), else as its escaped string literal."""
+    return "# " + (text if text.isascii() and text.isprintable() else string_literal(text))
+
+
 class PrimExprPrinter:
     """Python text for PrimExprs, with names from a shared NameSupply.
 
-    Used for kernel bodies and, by relax.build, for shape arithmetic in the VM's functions.
+    Used for kernel bodies (``wrap_integers``: TIR's wrapping integer semantics) and, by
+    relax.build, for shape arithmetic in the VM's functions, which stays exact Python integers.
     """
 
     # How each tir intrinsic is spelled (the cuda code generator spells some differently).
     intrinsics = _INTRINSICS
 
-    def __init__(self, names: NameSupply):
+    def __init__(self, names: NameSupply, *, wrap_integers: bool = False):
         self.names = names
+        self.wrap_integers = wrap_integers
         # Block iter vars bound directly to a loop variable are replaced by it.
         self.substitution: dict[int, E.PrimExpr] = {}
+        # The bounds of the integer variables the code defines (loops, lets, symbolic dims).
+        self.var_bounds: dict[int, tuple[int, int]] = {}
         self.helpers: set[str] = set()
 
     def substitute(self, value: E.PrimExpr) -> E.PrimExpr:
@@ -124,99 +232,192 @@ class PrimExprPrinter:
         return f"{name}[{', '.join(self.expr(i) for i in indices) or '()'}]"
 
     def expr(self, node: E.PrimExpr) -> str:
-        return self._expr(node)[0]
+        return self._expr(node).text
 
-    def _expr(self, node: E.PrimExpr) -> tuple[str, int]:
-        """The text of ``node`` and its precedence."""
+    def bounds(self, node: E.PrimExpr) -> tuple[int, int] | None:
+        """What the exact value of the integer expression ``node`` may be, as printed."""
+        return self._expr(node).bounds
+
+    def _expr(self, node: E.PrimExpr) -> _Printed:
         if isinstance(node, E.Var):
             target = self.substitution.get(id(node))
             if target is not None:
                 return self._expr(target)
-            return self.names.get(node, node.name_hint), _PREC_ATOM
+            bounds = self.var_bounds.get(id(node))
+            if bounds is None and (is_int(node.dtype) or node.dtype == "bool"):
+                bounds = _dtype_bounds(node.dtype)
+            return _Printed(self.names.get(node, node.name_hint), _PREC_ATOM, bounds)
         if isinstance(node, E.IntImm):
+            bounds = (node.value, node.value)
             if node.dtype == "bool":
-                return ("True" if node.value else "False"), _PREC_ATOM
-            return str(node.value), (_PREC_ATOM if node.value >= 0 else _PREC_UNARY)
+                return _Printed("True" if node.value else "False", _PREC_ATOM, bounds)
+            if node.dtype == "uint64" and self.wrap_integers:
+                # numba types a bare literal int64, and mixing it with a uint64 computes in
+                # int64 (or in float64, for max).
+                return _Printed(f"np.uint64({node.value})", _PREC_ATOM, bounds, False)
+            prec = _PREC_ATOM if node.value >= 0 else _PREC_UNARY
+            return _Printed(str(node.value), prec, bounds)
         if isinstance(node, E.FloatImm):
             # Wrap float constants so float32 arithmetic stays float32 (no float64 promotion).
-            return f"np.{node.dtype}({node.value!r})", _PREC_ATOM
+            return _Printed(float_literal(node.value, node.dtype), _PREC_ATOM)
         if isinstance(node, E.BufferLoad):
-            return self.load_text(node.buffer, node.indices), _PREC_ATOM
+            text = self.load_text(node.buffer, node.indices)
+            integer = is_int(node.dtype) or node.dtype == "bool"
+            return _Printed(text, _PREC_ATOM, _dtype_bounds(node.dtype) if integer else None, False)
         infix = _INFIX.get(type(node))
         if infix is not None:
             symbol, prec = infix
-            return self._infix(node.a, node.b, symbol, prec), prec  # type: ignore[attr-defined]
+            return self._binary(node, lambda a, b: self._infix(a, b, symbol, prec), prec)  # type: ignore[arg-type]
         if isinstance(node, E.Div):
             if is_float(node.dtype):
-                return self._infix(node.a, node.b, "/", _PREC_MUL), _PREC_MUL
+                return self._binary(node, lambda a, b: self._infix(a, b, "/", _PREC_MUL), _PREC_MUL)
+            if node.dtype.startswith("u"):  # unsigned: rounding toward zero is rounding down
+                return self._binary(
+                    node, lambda a, b: self._infix(a, b, "//", _PREC_MUL), _PREC_MUL
+                )
             self.helpers.add("truncdiv")
-            return f"truncdiv({self.expr(node.a)}, {self.expr(node.b)})", _PREC_ATOM
+            return self._binary(node, lambda a, b: f"truncdiv({a.text}, {b.text})")
         if isinstance(node, E.Mod):
             if is_float(node.dtype):
-                return f"np.fmod({self.expr(node.a)}, {self.expr(node.b)})", _PREC_ATOM
+                return self._binary(node, lambda a, b: f"np.fmod({a.text}, {b.text})")
+            if node.dtype.startswith("u"):
+                return self._binary(node, lambda a, b: self._infix(a, b, "%", _PREC_MUL), _PREC_MUL)
             self.helpers.add("truncmod")
-            return f"truncmod({self.expr(node.a)}, {self.expr(node.b)})", _PREC_ATOM
+            return self._binary(node, lambda a, b: f"truncmod({a.text}, {b.text})")
         if isinstance(node, (E.Min, E.Max)):
             fn = "min" if isinstance(node, E.Min) else "max"
-            return f"{fn}({self.expr(node.a)}, {self.expr(node.b)})", _PREC_ATOM
+            return self._binary(node, lambda a, b: f"{fn}({a.text}, {b.text})")
         if isinstance(node, E.Not):
-            return f"not {self._wrap(node.a, _PREC_NOT)}", _PREC_NOT
+            return _Printed(f"not {self._wrap(self._expr(node.a), _PREC_NOT)}", _PREC_NOT)
         if isinstance(node, E.Select):
-            return self._ternary(node.condition, node.true_value, node.false_value), _PREC_TERNARY
+            return self._ternary(node.condition, node.true_value, node.false_value)
         if isinstance(node, E.Cast):
-            return self._cast(node.dtype, node.value), _PREC_ATOM
+            return self._cast(node.dtype, node.value)
         if isinstance(node, E.Call):
-            return self._call(node), _PREC_ATOM
+            return self._call(node)
         if isinstance(node, E.Let):
             raise BuildError("Let expressions are not supported by code generation; use LetStmt")
         raise BuildError(f"code generation does not support the expression {type(node).__name__}")
 
-    def _wrap(self, node: E.PrimExpr, min_prec: int) -> str:
-        text, prec = self._expr(node)
-        return f"({text})" if prec < min_prec else text
+    def _binary(
+        self,
+        node: E.BinaryOpExpr,
+        compose: Callable[[_Printed, _Printed], str],
+        prec: int = _PREC_ATOM,
+    ) -> _Printed:
+        a, b = self._expr(node.a), self._expr(node.b)
+        rule = _BOUNDS.get(type(node))
+        bounds = None
+        if is_int(node.dtype) and rule is not None and a.bounds and b.bounds:
+            bounds = rule(a.bounds, b.bounds)
+        ring = isinstance(node, (E.Add, E.Sub, E.Mul))
+        return self._integer_result(
+            node.dtype, [a, b], lambda ops: compose(*ops), prec, bounds, ring=ring
+        )
 
-    def _infix(self, a: E.PrimExpr, b: E.PrimExpr, symbol: str, prec: int) -> str:
+    def _integer_result(
+        self,
+        dtype: str,
+        operands: list[_Printed],
+        compose: Callable[[list[_Printed]], str],
+        prec: int,
+        bounds: tuple[int, int] | None,
+        *,
+        ring: bool = False,
+    ) -> _Printed:
+        """The text of an operation on ``operands`` with the exact ``bounds``, wrapped to
+        ``dtype`` when they leave it. The operands then become plain integers, which compute
+        the exact value; a sum, difference or product that may leave 64 bits, where numba's
+        int64 arithmetic has no defined result, computes on ``u64`` operands."""
+        plain = all(op.plain for op in operands)
+        fits, fits_int64 = _within(bounds, dtype), _within(bounds, "int64")
+        if not (self.wrap_integers and is_int(dtype)) or (fits and (fits_int64 or not ring)):
+            return _Printed(compose(operands), prec, bounds, plain)
+        if not fits and bounds is not None and bounds[0] == bounds[1]:
+            return self._wrapped(dtype, "", bounds)  # a constant
+        if ring and not fits_int64:
+            self.helpers.add("u64")
+            text = compose([_Printed(f"u64({op.text})", _PREC_ATOM, op.bounds) for op in operands])
+        else:
+            text = compose([_plain(op) for op in operands])
+        return _Printed(text, prec, bounds, plain) if fits else self._wrapped(dtype, text, bounds)
+
+    def _wrap(self, printed: _Printed, min_prec: int) -> str:
+        return f"({printed.text})" if printed.prec < min_prec else printed.text
+
+    def _infix(self, a: _Printed, b: _Printed, symbol: str, prec: int) -> str:
         # Left-associative: the right operand needs parentheses at equal precedence;
         # comparisons chain in Python, so both sides do.
         left_min = prec + 1 if prec == _PREC_CMP else prec
         return f"{self._wrap(a, left_min)} {symbol} {self._wrap(b, prec + 1)}"
 
-    def _ternary(self, cond: E.PrimExpr, t: E.PrimExpr, f: E.PrimExpr) -> str:
-        return (
-            f"{self._wrap(t, _PREC_TERNARY + 1)} if {self._wrap(cond, _PREC_TERNARY + 1)} "
-            f"else {self._wrap(f, _PREC_TERNARY)}"
+    def _ternary(self, cond: E.PrimExpr, t: E.PrimExpr, f: E.PrimExpr) -> _Printed:
+        c, a, b = self._expr(cond), self._expr(t), self._expr(f)
+        text = (
+            f"{self._wrap(a, _PREC_TERNARY + 1)} if {self._wrap(c, _PREC_TERNARY + 1)} "
+            f"else {self._wrap(b, _PREC_TERNARY)}"
         )
+        return _Printed(text, _PREC_TERNARY, _union(a.bounds, b.bounds), a.plain and b.plain)
 
-    def _cast(self, dtype: str, value: E.PrimExpr) -> str:
-        if _is_widening_int_cast(value.dtype, dtype):
-            return self.expr(value)  # Python and numba integers already hold every value
+    def _wrapped(self, dtype: str, text: str, bounds: tuple[int, int] | None) -> _Printed:
+        """``text`` wrapped to ``dtype``, whose range its exact value (within ``bounds``) may
+        leave."""
+        if bounds is not None and bounds[0] == bounds[1]:
+            # A constant: CPython would fold it into a literal too large for numba to type.
+            lo, hi = _dtype_bounds(dtype)
+            return self._expr(E.IntImm(dtype, (bounds[0] - lo) % (hi - lo + 1) + lo))
+        self.helpers.add(f"wrap_{dtype}")
+        # The 64-bit helpers return numpy scalars (numba has no wider integer to return).
+        return _Printed(f"wrap_{dtype}({text})", _PREC_ATOM, _dtype_bounds(dtype), bits(dtype) < 64)
+
+    def _cast(self, dtype: str, value: E.PrimExpr) -> _Printed:
+        printed = self._expr(value)
         if dtype == "bool":
-            return f"bool({self.expr(value)})"
-        return f"np.{dtype}({self.expr(value)})"
+            return _Printed(f"bool({printed.text})", _PREC_ATOM, (0, 1))
+        if not (is_int(dtype) and is_int(value.dtype)):
+            bounds = _dtype_bounds(dtype) if is_int(dtype) else None
+            return _Printed(f"np.{dtype}({printed.text})", _PREC_ATOM, bounds, False)
+        if _within(printed.bounds, dtype) and "uint64" not in (dtype, value.dtype):
+            # The value is unchanged; a numpy scalar becomes a Python int, so that it never
+            # computes in its old, narrower dtype. (numba's int() keeps a uint64 a uint64,
+            # which would compare and mix with int64 wrongly: such casts take the helper.)
+            return _plain(printed)
+        if not self.wrap_integers:
+            return _Printed(f"np.{dtype}({printed.text})", _PREC_ATOM, _dtype_bounds(dtype), False)
+        return self._wrapped(dtype, printed.text, printed.bounds)
 
-    def _call(self, node: E.Call) -> str:
+    def _call(self, node: E.Call) -> _Printed:
         name = node.op.name
         if name == "tir.if_then_else":
-            cond, t, f = node.args
-            return f"({self._ternary(cond, t, f)})"
+            printed = self._ternary(*node.args)
+            return printed._replace(text=f"({printed.text})", prec=_PREC_ATOM)
         template = self.intrinsics.get(name)
         if template is None:
             raise BuildError(f"code generation does not know the intrinsic {name}")
-        args = [
-            self._wrap(a, _PREC_UNARY if name in ("tir.sigmoid", "tir.pow") else 0)
-            for a in node.args
-        ]
-        return template(args, node.dtype)
+        args = [self._expr(a) for a in node.args]
+        min_prec = _PREC_UNARY if name in ("tir.sigmoid", "tir.pow") else 0
+        bounds = None
+        if name in ("tir.abs", "tir.fabs") and args[0].bounds is not None:
+            lo, hi = args[0].bounds
+            bounds = (0 if lo <= 0 <= hi else min(abs(lo), abs(hi)), max(abs(lo), abs(hi)))
+        return self._integer_result(
+            node.dtype,
+            args,
+            lambda ops: template([self._wrap(op, min_prec) for op in ops], node.dtype),
+            _PREC_ATOM,
+            bounds,
+        )
 
 
 class PythonCodegen(PrimExprPrinter):
     """Emit one PrimFunc as a Python function named ``name``."""
 
     def __init__(self, func: PrimFunc, name: str, *, parallel: bool = True):
-        super().__init__(NameSupply(RESERVED))
+        super().__init__(NameSupply(RESERVED), wrap_integers=True)
         self.func = func
-        # A kernel named like a builtin the code calls (``abs``, ``max``) must not shadow it.
-        self.name = self.names.get(func, name)
+        # A kernel named like a builtin the code calls (``abs``, ``max``) must not shadow it;
+        # numba names its cache files after the function, so a long name is cut short.
+        self.name = self.names.get(func, name[:MAX_FUNCTION_NAME])
         self.parallel = parallel
         self.lines: list[str] = []
         self.indent = 1
@@ -261,6 +462,8 @@ class PythonCodegen(PrimExprPrinter):
             new_vars = [d for d in dims if isinstance(d, E.Var) and not self.names.has(d)]
             if not new_vars:
                 continue
+            for dim in new_vars:
+                self.var_bounds[id(dim)] = (0, min(_dtype_bounds(dim.dtype)[1], MAX_DIM))
             if len(new_vars) == len(dims) and len({id(d) for d in dims}) == len(dims):
                 targets = ", ".join(self.names.get(d, d.name_hint) for d in dims)
                 self.emit(f"{targets}{',' if len(dims) == 1 else ''} = {array}.shape")
@@ -277,7 +480,8 @@ class PythonCodegen(PrimExprPrinter):
             expected = f"({', '.join(dims)}{',' if len(dims) == 1 else ''})"
             self.uses_shape_check = True
             self.emit(f"if {array}.shape != {expected}:")
-            self.emit(f'    raise VMError("{self.name}: {array} must have shape {expected}")')
+            message = string_literal(f"{self.name}: {array} must have shape {expected}")
+            self.emit(f"    raise VMError({message})")
 
     # ------------------------------------------------------------------ statements
     def emit(self, line: str) -> None:
@@ -318,9 +522,7 @@ class PythonCodegen(PrimExprPrinter):
                 f"loop {node.loop_var.name_hint!r} is bound to {tag}; thread bindings only "
                 "compile for the cuda target"
             )
-        begin = self.expr(node.min)
-        end = self.expr(E.Add(node.min, node.extent)) if not E.is_const_int(node.min, 0) else None
-        bounds = f"{begin}, {end}" if end is not None else self.expr(node.extent)
+        bounds = self.loop_bounds(node)
         # Only the outermost parallel loop becomes prange: nested prange would serialize.
         use_prange = node.kind == S.ForKind.PARALLEL and self.parallel and not self.inside_parallel
         if node.kind == S.ForKind.VECTORIZED:
@@ -335,16 +537,39 @@ class PythonCodegen(PrimExprPrinter):
         if use_prange:
             self.inside_parallel = False
 
+    def loop_bounds(self, node: S.For) -> str:
+        """The arguments of the loop's ``range``; the loop variable takes their bounds."""
+        begin = self._expr(node.min)
+        if E.is_const_int(node.min, 0):
+            end = self._expr(node.extent)
+            text = end.text
+        else:
+            end = self._expr(E.Add(node.min, node.extent))
+            text = f"{begin.text}, {end.text}"
+        if begin.bounds is not None and end.bounds is not None:
+            self.var_bounds[id(node.loop_var)] = (
+                begin.bounds[0],
+                max(begin.bounds[0], end.bounds[1] - 1),
+            )
+        return text
+
+    def assign(self, var: E.Var, value: E.PrimExpr) -> None:
+        """``var = value``; the variable takes the value's bounds."""
+        printed = self._expr(value)
+        if printed.bounds is not None:
+            self.var_bounds[id(var)] = printed.bounds
+        self.emit(f"{self.names.get(var, var.name_hint)} = {printed.text}")
+
     def stmt_BlockRealize(self, node: S.BlockRealize) -> None:
         block = node.block
         if block.name_hint and block.name_hint != "root":
-            self.emit(f"# block {block.name_hint}")
+            self.emit(comment(f"block {block.name_hint}"))
         for iv, value in zip(block.iter_vars, node.iter_values):
             value = self.substitute(value)
             if isinstance(value, (E.Var, E.IntImm)):
                 self.substitution[id(iv.var)] = value
             else:
-                self.emit(f"{self.names.get(iv.var, iv.var.name_hint)} = {self.expr(value)}")
+                self.assign(iv.var, value)
         guarded = not E.is_true(node.predicate)
         if guarded:
             self.emit(f"if {self.expr(node.predicate)}:")
@@ -402,8 +627,19 @@ class PythonCodegen(PrimExprPrinter):
             self.body(node.else_case)
 
     def stmt_LetStmt(self, node: S.LetStmt) -> None:
-        self.emit(f"{self.names.get(node.var, node.var.name_hint)} = {self.expr(node.value)}")
+        self.assign(node.var, node.value)
         self.stmt(node.body)
+
+    def stmt_AssertStmt(self, node: S.AssertStmt) -> None:
+        self.check(node)
+        self.stmt(node.body)
+
+    def check(self, node: S.AssertStmt) -> None:
+        """``if not cond: raise VMError(message)``; the message is a string literal,
+        never pasted: it holds user names."""
+        self.uses_shape_check = True
+        self.emit(f"if not ({self.expr(node.condition)}):")
+        self.emit(f"    raise VMError({string_literal(node.message)})")
 
     def stmt_Evaluate(self, node: S.Evaluate) -> None:
         if isinstance(node.value, (E.IntImm, E.FloatImm)):
@@ -417,28 +653,83 @@ class PythonCodegen(PrimExprPrinter):
         self.stmt(node.body)
 
 
-# Helpers a function may use; emitted once per generated module, only when needed.
+def _wrap_helper(dtype: str) -> str:
+    """The source of ``wrap_<dtype>``: the same text is right under CPython (on plain integers
+    and numpy scalars alike) and under numba (on its 64-bit integers)."""
+    width = bits(dtype)
+    mask = f"0x{2**width - 1:X}"
+    if width == 64:  # numba has no wider integer: reinterpret the 64 bits instead
+        body = f"np.uint64(int(x) & {mask})"
+        body = body if dtype.startswith("u") else f"np.int64({body})"
+    elif dtype.startswith("u"):
+        body = f"int(x) & {mask}"
+    else:
+        half = f"0x{2 ** (width - 1):X}"
+        body = f"(int(x) + {half} & {mask}) - {half}"
+    return (
+        f"def wrap_{dtype}(x):\n"
+        f"    # {dtype} arithmetic wraps around at {width} bits (two's complement).\n"
+        f"    return {body}\n"
+    )
+
+
+# Helpers a function may use; emitted once per generated module, only when needed. None of them
+# overflows on numpy scalars where the result fits (no abs(), no product of a quotient).
 HELPER_SOURCE: dict[str, str] = {
     "truncdiv": (
         "def truncdiv(a, b):\n"
         "    # C-style integer division, rounding toward zero (TVM's Div on integers).\n"
-        "    q = abs(a) // abs(b)\n"
-        "    return q if (a >= 0) == (b >= 0) else -q\n"
+        "    q = a // b\n"
+        "    return q + 1 if q < 0 and a % b != 0 else q\n"
     ),
     "truncmod": (
         "def truncmod(a, b):\n"
         "    # C-style remainder: takes the sign of the dividend (TVM's Mod on integers).\n"
-        "    return a - truncdiv(a, b) * b\n"
+        "    r = a % b\n"
+        "    return r - b if r != 0 and (a < 0) != (b < 0) else r\n"
+    ),
+    "u64": (
+        "def u64(x):\n"
+        "    # An operand of a sum or product that may leave 64 bits: exact under CPython.\n"
+        "    return int(x)\n"
+    ),
+    **{f"wrap_{dtype}": _wrap_helper(dtype) for dtype in INT_DTYPES + UINT_DTYPES},
+}
+# Under numba, whose int64 arithmetic assumes it never overflows (LLVM's "nsw"), the 64-bit
+# sums and products compute in uint64, which wraps around.
+NUMBA_HELPER_SOURCE: dict[str, str] = {
+    "u64": (
+        "def u64(x):\n"
+        "    # An operand of a sum or product that may leave 64 bits: uint64 arithmetic wraps.\n"
+        "    return np.uint64(x)\n"
     ),
 }
-HELPER_DEPENDENCIES = {"truncmod": {"truncdiv"}}
 
-
-def _is_widening_int_cast(source: str, dest: str) -> bool:
-    from mlckit.ir.dtype import bits, is_int
-
-    signed = source.startswith("int") and dest.startswith("int")
-    return is_int(source) and is_int(dest) and signed and bits(dest) >= bits(source)
+# Names the generated module defines or imports, and the builtins it calls: user identifiers
+# never take them (a buffer named ``cuda`` or ``max`` would shadow what the code calls).
+RESERVED = frozenset(
+    {
+        "np",
+        "math",
+        "numba",
+        "njit",
+        "prange",
+        "cuda",
+        "numba_cuda",
+        "NoAliasCompiler",
+        "VMError",
+        "range",
+        "min",
+        "max",
+        "abs",
+        "int",
+        "float",
+        "bool",
+        "len",
+        "print",
+        *HELPER_SOURCE,
+    }
+)
 
 
 def generate_function(func: PrimFunc, name: str, *, parallel: bool = True) -> GeneratedFunction:

@@ -30,7 +30,7 @@ from mlckit.tir.analysis import expr_deep_equal
 from mlckit.tir.buffer import Buffer
 from mlckit.tir.stmt_functor import post_order_visit
 
-from .codegen import _INTRINSICS, GeneratedFunction, PythonCodegen
+from .codegen import _INTRINSICS, _PREC_ADD, GeneratedFunction, PythonCodegen, comment
 
 # numba's CUDA target compiles the math module's functions to the GPU's; numpy's array
 # functions are for the host.
@@ -47,6 +47,8 @@ _GPU_INTRINSICS = {
 }
 
 _AXES = ("x", "y", "z")
+# The thread tags a loop may be bound to (each becomes ``cuda.<tag>`` in the kernel).
+_THREAD_TAGS = frozenset(f"{kind}.{axis}" for kind in ("blockIdx", "threadIdx") for axis in _AXES)
 # What every CUDA GPU of compute capability 2.0 or later allows.
 MAX_THREADS_PER_BLOCK = 1024
 
@@ -110,6 +112,9 @@ class CudaCodegen(PythonCodegen):
         elif isinstance(node, S.LetStmt):
             self.emit(f"{self.names.get(node.var, node.var.name_hint)} = {self.expr(node.value)}")
             self.host(node.body)
+        elif isinstance(node, S.AssertStmt):
+            self.check(node)
+            self.host(node.body)
         else:
             raise BuildError(_unbound_message(self.name, node))
 
@@ -127,11 +132,6 @@ class CudaCodegen(PythonCodegen):
     def shape_text(self, buffer: Buffer) -> str:
         dims = [self.expr(d) for d in buffer.shape]
         return f"({', '.join(dims)}{',' if len(dims) == 1 else ''})"
-
-    def loop_bounds(self, node: S.For) -> str:
-        if E.is_const_int(node.min, 0):
-            return self.expr(node.extent)
-        return f"{self.expr(node.min)}, {self.expr(E.Add(node.min, node.extent))}"
 
     # ------------------------------------------------------------------ one kernel
     def kernel(self, loop: S.For) -> None:
@@ -170,7 +170,7 @@ class CudaCodegen(PythonCodegen):
         self.lines, self.indent = [], 1
         scope = self.names.checkpoint()
         grid, block = self.launch.dims("blockIdx", self), self.launch.dims("threadIdx", self)
-        self.emit(f"# launched with {grid} thread blocks of {block} threads")
+        self.emit(comment(f"launched with {grid} thread blocks of {block} threads"))
         for buffer in local.values():
             self.declare(buffer)
         self.stmt(loop)
@@ -218,11 +218,15 @@ class CudaCodegen(PythonCodegen):
             self.indent -= 1
             return
         tag = node.thread_binding.thread_tag  # type: ignore[union-attr]
+        launched = self.launch.extents[tag]
+        begin, threads = self._expr(node.min), self.bounds(launched)
         index = f"cuda.{tag}"
         if not E.is_const_int(node.min, 0):
-            index = f"{self.expr(node.min)} + {index}"
+            index = f"{self._wrap(begin, _PREC_ADD)} + {index}"
         self.emit(f"{var} = {index}")
-        launched = self.launch.extents[tag]
+        if begin.bounds is not None and threads is not None:
+            # The thread's index runs over the launched extent, from the loop's start.
+            self.var_bounds[id(node.loop_var)] = (begin.bounds[0], begin.bounds[1] + threads[1] - 1)
         if _same(node.extent, launched):
             self.stmt(node.body)
             return
@@ -259,7 +263,7 @@ def _launch_extents(func_name: str, loop: S.For) -> dict[str, E.PrimExpr]:
     extents: dict[str, E.PrimExpr] = {}
     for bound in _thread_loops(loop):
         tag = bound.thread_binding.thread_tag if bound.thread_binding else ""
-        if tag.split(".")[0] not in ("blockIdx", "threadIdx") or tag[-1:] not in _AXES:
+        if tag not in _THREAD_TAGS:
             raise BuildError(
                 f"{func_name}: loop {bound.loop_var.name_hint!r} is bound to {tag!r}; bind "
                 "loops to blockIdx.x/y/z or threadIdx.x/y/z"

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mlckit.errors import BuildError
+from mlckit.runtime.cuda import simulated
 from mlckit.runtime.module import ParamSpec
 from mlckit.target import Target
 from mlckit.tir import expr as E
@@ -31,7 +32,13 @@ from mlckit.tir.function import PrimFunc
 from mlckit.tir.stmt_functor import post_order_visit
 from mlckit.tir.transform import lower_prim_func
 
-from .codegen import HELPER_DEPENDENCIES, HELPER_SOURCE, GeneratedFunction, generate_function
+from .codegen import (
+    HELPER_SOURCE,
+    NUMBA_HELPER_SOURCE,
+    GeneratedFunction,
+    comment,
+    generate_function,
+)
 from .llvm_options import kernel_compilation
 
 CODEGEN_VERSION = "5"
@@ -79,13 +86,6 @@ def _numba_signature(func: PrimFunc) -> str:
     return f"void({', '.join(parts)})"
 
 
-def _helpers_needed(generated: GeneratedFunction) -> list[str]:
-    needed = set(generated.helpers)
-    for name in list(needed):
-        needed |= HELPER_DEPENDENCIES.get(name, set())
-    return sorted(needed, key=list(HELPER_SOURCE).index)
-
-
 def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, GeneratedFunction]:
     """The complete module text of one kernel for ``target`` (after the TIR lowering passes)."""
     lowered = lower_prim_func(func)
@@ -96,7 +96,7 @@ def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, Gener
     else:
         generated = generate_function(lowered, name, parallel=target.kind == "llvm")
     lines = [
-        f"# mlckit kernel {name!r} for target {target.kind}",
+        comment(f"mlckit kernel {name!r} for target {target.kind}"),
         "import math",
         "",
         "import numpy as np",
@@ -121,12 +121,16 @@ def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, Gener
     if own_imports:
         lines += ["", *own_imports]
     lines.append("")
-    for helper in _helpers_needed(generated):
+    # numba's simulator of a GPU runs the kernels under CPython.
+    numba_compiles = target.kind == "llvm" or (target.kind == "cuda" and not simulated())
+    for helper in sorted(generated.helpers):
         if target.kind == "llvm":
-            lines.append("@njit(cache=True)")
+            # Inlined where it is called: compiled (and cached) with the kernel, not apart.
+            lines.append('@njit(inline="always")')
         elif target.kind == "cuda":
             lines.append("@cuda.jit(device=True)")
-        lines.append(HELPER_SOURCE[helper])
+        helpers = NUMBA_HELPER_SOURCE if numba_compiles else {}
+        lines.append(helpers.get(helper, HELPER_SOURCE[helper]))
     if target.kind == "llvm":
         options = ["cache=True"]
         if generated.uses_prange:

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import builtins
+import random
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mlckit
-from mlckit import tir
+from mlckit import te, tir
 from mlckit.backend import generate_function
+from mlckit.backend.codegen import comment, string_literal
 from mlckit.errors import BuildError
 from mlckit.script import tir as T
+from mlckit.testing.fuzzing import CANARY, canary_payload
 
 
 @T.prim_func
@@ -201,3 +206,219 @@ def test_a_noalias_function_is_compiled_with_noalias_buffers():
     c = np.empty((8, 4), "float32")
     lib["mm_relu"](a, b, c)
     np.testing.assert_allclose(c, np.maximum(a @ b, 0), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------------- integer wrap-around
+INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+
+
+def _wrap(value: int, dtype: str) -> int:
+    info = np.iinfo(dtype)
+    return (value - int(info.min)) % 2**info.bits + int(info.min)
+
+
+def _c_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+# op -> (how to build it, its exact value); every result then wraps to the dtype, as in TVM.
+_WRAPPING_OPS = {
+    "+": (tir.Add, lambda a, b: a + b),
+    "-": (tir.Sub, lambda a, b: a - b),
+    "*": (tir.Mul, lambda a, b: a * b),
+    "//": (tir.FloorDiv, lambda a, b: a // b),
+    "%": (tir.FloorMod, lambda a, b: a % b),
+    "truncdiv": (tir.Div, _c_div),
+    "truncmod": (tir.Mod, lambda a, b: a - _c_div(a, b) * b),
+    "min": (tir.op.min, min),
+    "max": (tir.op.max, max),
+}
+
+
+def _random_int_expr(rng, dtype, load, depth):
+    """A random integer expression of ``dtype`` over ``load(i)``, and its value as TVM defines it."""
+    info = np.iinfo(dtype)
+    kind = (
+        rng.choice(["leaf", "leaf", "op", "op", "op", "cast", "select", "abs"]) if depth else "leaf"
+    )
+    if kind == "leaf":
+        if rng.random() < 0.5:
+            i = rng.randrange(3)
+            return load(dtype, i), lambda env: env[dtype][i]
+        value = rng.choice([int(info.min), int(info.max), 0, 1, -1, 2, 100, -100, 3])
+        value = _wrap(value, dtype)
+        return tir.IntImm(dtype, value), lambda env: value
+    if kind == "cast":
+        other = rng.choice(INT_DTYPES)
+        inner, value = _random_int_expr(rng, other, load, depth - 1)
+        return tir.Cast(dtype, inner), lambda env: _wrap(value(env), dtype)
+    if kind == "abs":
+        inner, value = _random_int_expr(rng, dtype, load, depth - 1)
+        return tir.op.abs(inner), lambda env: _wrap(abs(value(env)), dtype)
+    a, va = _random_int_expr(rng, dtype, load, depth - 1)
+    b, vb = _random_int_expr(rng, dtype, load, depth - 1)
+    if kind == "select":
+        x, vx = _random_int_expr(rng, dtype, load, depth - 1)
+        return tir.Select(tir.LT(a, b), x, a), lambda env: vx(env) if va(env) < vb(env) else va(env)
+    op = rng.choice(list(_WRAPPING_OPS))
+    build, exact = _WRAPPING_OPS[op]
+    if op in ("//", "%", "truncdiv", "truncmod"):
+        # A constant divisor: division by zero is undefined, and so is the one quotient that
+        # overflows 64 bits (numba gives 0 for INT64_MIN // -1).
+        divisor = rng.choice([2, 3, 7, -1, -3] if info.min < 0 and info.bits < 64 else [2, 3, 7])
+        b, vb = tir.IntImm(dtype, divisor), lambda env: divisor
+    return build(a, b), lambda env: _wrap(exact(va(env), vb(env)), dtype)
+
+
+def _integer_program(seed: int, count: int):
+    """``count`` random expressions over every integer dtype in one kernel: ``out_<dtype>[k]``
+    stores the k-th of that dtype, reading ``in_<dtype>``. Returns the kernel and the reference."""
+    rng = random.Random(seed)
+    inputs = {d: tir.decl_buffer((3,), d, f"in_{d}") for d in INT_DTYPES}
+    outputs = {d: tir.decl_buffer((count,), d, f"out_{d}") for d in INT_DTYPES}
+    stores, expected = [], {}
+    for dtype in INT_DTYPES:
+        for k in range(count):
+            expr, value = _random_int_expr(rng, dtype, lambda d, i: inputs[d][i], depth=3)
+            stores.append(tir.BufferStore(outputs[dtype], expr, [k]))
+            expected.setdefault(dtype, []).append(value)
+    buffers = [*inputs.values(), *outputs.values()]
+    func = tir.PrimFunc(
+        [b.data for b in buffers], tir.SeqStmt(stores), buffer_map={b.data: b for b in buffers}
+    )
+    env = {}
+    for dtype in INT_DTYPES:
+        info = np.iinfo(dtype)
+        env[dtype] = [int(info.min), int(info.max), rng.randrange(int(info.min), int(info.max))]
+    reference = {d: [f(env) for f in fs] for d, fs in expected.items()}
+    return func, env, reference
+
+
+# numba takes seconds to compile many expressions: fewer of them for "llvm".
+@pytest.mark.parametrize("target, count", [("python", 24), ("llvm", 3)])
+def test_integer_arithmetic_wraps_at_the_dtype_width_on_every_target(target, count):
+    """TVM's semantics: intN/uintN arithmetic wraps (two's complement). CPython's integers
+    never overflow and numba computes small integers in 64 bits; both must agree with TVM."""
+    func, env, reference = _integer_program(seed=7, count=count)
+    args = [np.array(env[d], dtype=d) for d in INT_DTYPES]
+    args += [np.zeros(count, dtype=d) for d in INT_DTYPES]
+    mlckit.build(func, target)["main"](*args)
+    for dtype, out in zip(INT_DTYPES, args[len(INT_DTYPES) :]):
+        assert out.tolist() == reference[dtype], dtype
+
+
+def test_integer_semantics_of_the_issue():
+    """int8 arithmetic wrapped on "python" and widened under numba; an int32 store that
+    overflowed raised OverflowError on "python" and wrapped under numba."""
+
+    @T.prim_func
+    def doubled_over(A: T.Buffer((4,), "int8"), B: T.Buffer((4,), "int32")):
+        for i in range(4):
+            with T.block("B"):
+                vi = T.axis.remap("S", [i])
+                B[vi] = T.Select(A[vi] + A[vi] > T.int8(100), 1, 0)
+
+    @T.prim_func
+    def tripled(A: T.Buffer((4,), "int32"), B: T.Buffer((4,), "int32")):
+        for i in range(4):
+            with T.block("B"):
+                vi = T.axis.remap("S", [i])
+                B[vi] = A[vi] * 3
+
+    for target in ("python", "llvm"):
+        a, b = np.array([100, 50, 20, -100], "int8"), np.zeros(4, "int32")
+        mlckit.build(doubled_over, target)["doubled_over"](a, b)
+        assert b.tolist() == [0, 0, 0, 0]  # 100 + 100 wraps to -56 in int8
+        a, b = np.array([2**30, -(2**30), 5, 2**31 - 1], "int32"), np.zeros(4, "int32")
+        mlckit.build(tripled, target)["tripled"](a, b)
+        assert b.tolist() == (a.astype("int64") * 3).astype("int32").tolist()
+
+
+def test_index_arithmetic_over_constant_extents_carries_no_wrap():
+    """Wrapping costs nothing where loop ranges prove an expression fits its dtype."""
+
+    @T.prim_func
+    def shifted(A: T.Buffer((8, 16), "int32"), B: T.Buffer((8, 8), "int32")):
+        for io, ii, j in T.grid(2, 4, 8):
+            with T.block("B"):
+                vi = T.axis.spatial(8, io * 4 + ii)
+                vj = T.axis.spatial(8, j)
+                B[vi, vj] = A[vi, vj * 2 + 1]
+
+    source = generate_function(shifted, "shifted").source
+    assert "vi = io * 4 + ii" in source and "B[vi, j] = A[vi, j * 2 + 1]" in source
+    assert "wrap" not in source and "int(" not in source
+
+
+@pytest.mark.parametrize("target", ["python", "llvm"])
+def test_infinite_and_nan_constants(target):
+    """np.float32(inf) was a NameError on "python" and a typing error under numba."""
+
+    @T.prim_func
+    def row_max(A: T.Buffer((3, 4), "float32"), B: T.Buffer((3,), "float32")):
+        for i, k in T.grid(3, 4):
+            with T.block("B"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    B[vi] = T.float32(-np.inf)
+                B[vi] = T.max(B[vi], A[vi, vk])
+
+    @T.prim_func
+    def clip(A: T.Buffer((4,), "float64"), B: T.Buffer((4,), "float64")):
+        for i in range(4):
+            with T.block("B"):
+                vi = T.axis.remap("S", [i])
+                B[vi] = T.Select(A[vi] > T.float64(1), T.float64(np.inf), T.float64(np.nan))
+
+    a = np.random.default_rng(0).standard_normal((3, 4)).astype("float32")
+    b = np.zeros(3, "float32")
+    mlckit.build(row_max, target)["row_max"](a, b)
+    np.testing.assert_array_equal(b, a.max(axis=1))
+    assert "np.float32(-np.inf)" in mlckit.build(row_max, target).source("row_max")
+    c = np.zeros(4)
+    mlckit.build(clip, target)["clip"](np.array([0.0, 2.0, -1.0, 3.0]), c)
+    np.testing.assert_array_equal(c, [np.nan, np.inf, np.nan, np.inf])
+
+
+@pytest.mark.parametrize("target", ["python", "llvm"])
+def test_names_never_run_as_code(target):
+    """A block name was pasted into a ``# block`` comment: a newline in it ran what followed
+    at build time (or gave a raw IndentationError)."""
+    payload = canary_payload()
+    names = ["B\n        " + payload, "B\n", "\x00", "B\r" + payload, "B\u2028x", '"""\'']
+
+    # A chain of computations, one block per name: B_k = B_(k-1) + 1.
+    def add_one(t, name):
+        return te.compute((4,), lambda i: t[i] + 1, name=name)
+
+    tensors = [te.placeholder((4,), "float32", name="A")]
+    for name in names:
+        tensors.append(add_one(tensors[-1], name))
+    lib = mlckit.build(te.create_prim_func([tensors[0], tensors[-1]]), target)
+    assert not hasattr(builtins, CANARY)
+    x, out = np.arange(4, dtype="float32"), np.zeros(4, "float32")
+    lib["main"](x, out)
+    np.testing.assert_array_equal(out, x + len(names))
+    # Each comment shows its name escaped, on one line.
+    lines = lib.source("main").splitlines()
+    for name in names:
+        assert "        " + comment(f"block {name}") in lines
+
+
+def test_a_kernel_with_a_long_name_builds_for_llvm():
+    """numba names its cache files after the function: a 300-character name raised OSError
+    (file name too long)."""
+    name = "x" * 300
+    lib = mlckit.build(mlckit.IRModule({name: mm_relu}), "llvm")
+    a, b = np.ones((8, 16), "float32"), np.ones((16, 4), "float32")
+    c = np.zeros((8, 4), "float32")
+    lib[name](a, b, c)
+    np.testing.assert_array_equal(c, np.full((8, 4), 16, "float32"))
+
+
+def test_text_reaches_the_source_as_one_line():
+    assert comment("block Y") == "# block Y"
+    assert comment("β\nx") == "# '\\u03b2\\nx'"
+    assert string_literal("a\"'\n\u2028") == "'a\"\\'\\n\\u2028'"
+    assert eval(string_literal("a\"'\n\u2028\x00")) == "a\"'\n\u2028\x00"

@@ -1,9 +1,10 @@
 """The "vm_args" campaign: whatever a student passes to ``vm["f"](...)``, the VM either computes
 what numpy computes or raises a VMError that names the argument.
 
-Each trial calls one function of a few small relax modules (:data:`FUNCTIONS`: static and
-symbolic shapes, int32 and float16, a 0-d tensor, a tuple, R.Prim and R.Shape parameters, and
-an impure function whose kernel writes into its parameter ``out``), built once per process for
+Each trial calls one function of a small relax module (:data:`FUNCTIONS`: static and symbolic
+shapes, int32 and float16, a 0-d tensor, tuples in and out, R.Prim, R.Shape and R.Object
+parameters, an if, a tensor of unknown dtype passed on to a kernel, and an impure function
+whose kernel writes into its parameter ``out``), built once per process for
 "python" and, one trial in ten, for "llvm". Its arguments are drawn from the parameters' struct
 info, each in a form the VM must take (a numpy array, an NDArray, a strided, transposed,
 read-only or broadcast view, a list for a tuple, a numpy integer for an R.Prim, ...), and in
@@ -99,6 +100,18 @@ class Functions:
         return (R.add(x, x), x)
 
     @R.function
+    def cond(c: R.Tensor((), "bool"), x: R.Tensor((2,), "float32")):
+        if c:
+            y = x
+        else:
+            y = R.add(x, x)
+        return y
+
+    @R.function
+    def second(t: R.Object):
+        return t[1]
+
+    @R.function
     def loose(x: R.Tensor(ndim=1)):
         y = R.call_tir(Functions.add_half, (x,), out_sinfo=R.Tensor((4,), "float32"))
         return y
@@ -117,7 +130,7 @@ class Function:
     reference: Callable[..., Any]
     written: frozenset[str] = frozenset()
     targets: tuple[str, ...] = ("python", "llvm")
-    given: dict[str, relax.TensorStructInfo] = dataclasses.field(default_factory=dict)
+    given: dict[str, relax.StructInfo] = dataclasses.field(default_factory=dict)
 
 
 FUNCTIONS: dict[str, Function] = {
@@ -131,6 +144,15 @@ FUNCTIONS: dict[str, Function] = {
     "prim": Function(lambda x, k, f: x),
     "shape": Function(lambda x, s: x),
     "two": Function(lambda x: (x + x, x)),
+    "cond": Function(lambda c, x: x if c else x + x),
+    "second": Function(
+        lambda t: t[1],
+        given={
+            "t": relax.TupleStructInfo(
+                [relax.TensorStructInfo((2,), "int32"), relax.TensorStructInfo((3,), "float32")]
+            )
+        },
+    ),
     "loose": Function(
         lambda x: x + np.float32(0.5), given={"x": relax.TensorStructInfo((4,), "float32")}
     ),
@@ -302,7 +324,12 @@ def draw(case: Case, rng: random.Random) -> list[Arg]:
         name, written = param.name_hint, param.name_hint in spec.written
         shared = {d for d, users in owners.items() if len(users) > 1 and name in users}
         sinfo = spec.given.get(name, param.struct_info)
-        arg = _draw(sinfo, name, written, sizes, shared, index == bad, nprng, rng)
+        opaque = isinstance(param.struct_info, relax.ObjectStructInfo)
+        arg = _draw(sinfo, name, written, sizes, shared, index == bad and not opaque, nprng, rng)
+        if index == bad and opaque:
+            # Anything is an R.Object: only what the function takes from it can be missing.
+            passed = rng.choice([tuple(arg.passed)[:1], 5, None])
+            arg = Arg(passed, None, f"{name}={passed!r}")
         if arg.value is None:
             case.blame |= {name} | {user for d in shared for user in owners[d]}
         args.append(arg)
