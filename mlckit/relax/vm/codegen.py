@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlckit.backend.codegen import HELPER_SOURCE, RESERVED, PrimExprPrinter
+from mlckit.backend.codegen import HELPER_SOURCE, RESERVED, PrimExprPrinter, string_literal
 from mlckit.errors import BuildError
 from mlckit.ir.dtype import SCALAR_DTYPES
 from mlckit.ir.module import GlobalVar
@@ -144,7 +144,7 @@ class RelaxToPython:
     # ------------------------------------------------------------------ argument checks
     def check_value(self, value: str, sinfo: StructInfo | None, what: str) -> None:
         """Emit the run-time check of ``value`` against ``sinfo``, binding new symbolic dims."""
-        where = repr(f"{self.func_label()}: {what}")
+        where = string_literal(f"{self.func_label()}: {what}")
         if isinstance(sinfo, TensorStructInfo):
             self.check_tensor(value, sinfo, where)
         elif isinstance(sinfo, TupleStructInfo):
@@ -156,14 +156,14 @@ class RelaxToPython:
             if sinfo.values is not None:
                 self.check_dims(value, sinfo.values, where)
         elif isinstance(sinfo, PrimStructInfo):
-            self.emit(f"check_prim({value}, {where}, {sinfo.dtype!r})")
+            self.emit(f"check_prim({value}, {where}, {string_literal(sinfo.dtype)})")
             if sinfo.value is not None:
                 self.check_dims(f"({value},)", (sinfo.value,), where)
 
     def check_tensor(self, value: str, sinfo: TensorStructInfo, where: str) -> None:
         """One call per tensor: ``n, _ = check_tensor(x, where, dtype, (None, 784), names)``
         checks kind, rank, dtype and the known dims, and binds the new symbolic dims."""
-        dtype = "None" if sinfo.dtype == "void" else repr(sinfo.dtype)
+        dtype = "None" if sinfo.dtype == "void" else string_literal(sinfo.dtype)
         dims = sinfo.shape_values
         if dims is None:
             expected = "None" if sinfo.ndim < 0 else _tuple_text(["None"] * sinfo.ndim)
@@ -184,7 +184,7 @@ class RelaxToPython:
                 self._require_defined(dim)
                 targets.append("_")
                 expected.append(self.prim.expr(dim))
-            labels.append(repr(self.prim.expr(dim)))
+            labels.append(string_literal(self.prim.expr(dim)))
         call = (
             f"check_tensor({value}, {where}, {dtype}, {_tuple_text(expected)}, "
             f"{_tuple_text(labels)})"
@@ -198,7 +198,7 @@ class RelaxToPython:
             expected_text = self.prim.expr(dim)
             self.emit(
                 f"check_dim({value}.shape[{axis}], {expected_text}, {where}, {axis}, "
-                f"{expected_text!r})"
+                f"{string_literal(expected_text)})"
             )
 
     def check_dims(self, shape: str, dims: tuple[E.PrimExpr, ...], where: str) -> None:
@@ -210,7 +210,9 @@ class RelaxToPython:
                 continue
             self._require_defined(dim)
             expected = self.prim.expr(dim)
-            self.emit(f"check_dim({actual}, {expected}, {where}, {axis}, {expected!r})")
+            self.emit(
+                f"check_dim({actual}, {expected}, {where}, {axis}, {string_literal(expected)})"
+            )
 
     def _require_defined(self, expr: E.PrimExpr) -> None:
         from mlckit.tir.analysis import collect_vars
@@ -259,7 +261,7 @@ class RelaxToPython:
             self.emit(f"{target} = {self.value(value)}")
 
     def if_(self, target: str, node: If, name: str) -> None:
-        where = repr(f"{self.func_label()}: the condition of the if that defines {name}")
+        where = string_literal(f"{self.func_label()}: the condition of the if that defines {name}")
         self.emit(f"if as_bool({self.value(node.cond)}, {where}):")
         for branch in (node.true_branch, node.false_branch):
             self.indent += 1
@@ -376,7 +378,10 @@ class RelaxToPython:
                     f"but the storage {storage.name_hint} holds {self.prim_value(size)} bytes"
                 )
         else:
-            self.emit(f"check_storage({self.value(storage)}, {self.prim_value(end)}, {where!r})")
+            self.emit(
+                f"check_storage({self.value(storage)}, {self.prim_value(end)}, "
+                f"{string_literal(where)})"
+            )
         self.emit(
             f"{target} = {self.value(storage)}[{self.prim_value(start)}:{self.prim_value(end)}]"
             f".view({np_dtype}).reshape({self._shape_text(shape)})"
@@ -473,7 +478,8 @@ class RelaxToPython:
         texts = [text for text, _, _ in args]
         callee = self.globals[name]
         if at_run_time:
-            return f"{callee}(*checked_args({name!r}, {label!r}, {_tuple_text(texts)}))"
+            key, label = string_literal(str(name)), string_literal(label)
+            return f"{callee}(*checked_args({key}, {label}, {_tuple_text(texts)}))"
         return f"{callee}({', '.join(texts)})"
 
     def allocation(self, sinfo: StructInfo) -> str:
@@ -519,9 +525,9 @@ class RelaxToPython:
     def _extern_name(self, func: Any) -> str:
         """The registered name of a packed function, as a string literal (never as code)."""
         if isinstance(func, ExternFunc):
-            return repr(str(func.global_symbol))
+            return string_literal(str(func.global_symbol))
         if isinstance(func, StringImm):
-            return repr(str(func.value))
+            return string_literal(str(func.value))
         raise BuildError(f"{self.func_label()}: a packed call needs a function name, got {func!r}")
 
     # ------------------------------------------------------------------ values
@@ -550,14 +556,16 @@ class RelaxToPython:
             base = self.value(expr.tuple_value)
             if isinstance(expr.tuple_value.struct_info_, TupleStructInfo):
                 return f"{base}[{expr.index}]"  # the value was checked to be such a tuple
-            where = repr(f"{self.func_label()}: {_label_of(expr.tuple_value)}[{expr.index}]")
+            where = string_literal(
+                f"{self.func_label()}: {_label_of(expr.tuple_value)}[{expr.index}]"
+            )
             return f"tuple_item({base}, {expr.index}, {where})"
         if isinstance(expr, ShapeExpr):
             return _tuple_text([self.prim_value(v) for v in expr.values])
         if isinstance(expr, PrimValue):
             return self.prim_value(expr.value)
         if isinstance(expr, (StringImm, DataTypeImm)):
-            return repr(str(expr.value))
+            return string_literal(str(expr.value))
         if isinstance(expr, GlobalVar) and expr.name_hint in self.globals:
             return self.globals[expr.name_hint]
         if isinstance(expr, SeqExpr):
