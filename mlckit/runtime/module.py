@@ -1,4 +1,6 @@
-"""Runtime modules: compiled functions looked up by name, with their source and a timer."""
+"""Runtime modules: compiled functions looked up by name, with their source and a timer, and
+the checks every compiled function's arguments go through, on every target
+(:func:`check_arguments`, against one :class:`ParamSpec` per parameter)."""
 
 from __future__ import annotations
 

@@ -13,6 +13,14 @@ one by one: ``R.builtin.alloc_tensor`` is ``aligned_empty``, a storage from
 ``R.memory.alloc_tensor`` a view into it
 (``storage[0:4096].view(np.float32).reshape((16, 64))``), ``R.memory.kill_*`` a ``del``, and a
 direct call of a kernel (``cls.relu(x, alloc)``) is that call, writing into ``alloc``.
+
+A kernel's arguments are held to its parameters as every compiled function's are
+(``runtime.module.check_arguments``): at build time where their struct info decides (a wrong
+dtype is a BuildError), at run time, through ``checked_args``, where only the values can (a
+tensor of unknown dtype, an output that is not the VM's own allocation).
+
+Generated code is safe to exec: every name comes from one NameSupply that reserves the names
+the code itself uses (``VM_RESERVED``), and all other text is a ``string_literal``.
 """
 
 from __future__ import annotations
