@@ -5,6 +5,10 @@ the ``llvm`` target the function carries ``@njit("<signature>", cache=True)``: t
 signature compiles it when the module is imported (so typing problems surface at build time),
 and because the source is a real file named by its hash, numba's own cache lets a later
 process load the machine code instead of compiling it again.
+
+A cache directory that cannot be used (read-only, a file in its place, a file in it that cannot
+be replaced) costs the cache, not the build: the process warns once and compiles its kernels
+in a temporary directory instead.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import os
 import sys
 import tempfile
 import types
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,9 +203,17 @@ def compile_kernel(func: PrimFunc, name: str, target: Target) -> Kernel:
     if target.kind == "python":
         compiled = _exec_in_memory(source, generated.name)
         return Kernel(name, source, target, compiled, generated, signature=signature)
-    path = _cached_file(source, target)
     with kernel_compilation() if target.kind == "llvm" else contextlib.nullcontext():
-        module = _import_kernel_module(path, name)
+        directory = cache_dir() / "kernels"
+        try:
+            path = _cached_file(directory, source, target)
+            module = _import_kernel_module(path, name)
+        except OSError as err:
+            try:
+                path = _cached_file(_temporary_cache(directory, err), source, target)
+                module = _import_kernel_module(path, name)
+            except OSError as again:
+                raise BuildError(f"cannot compile kernel {name!r}: {again}") from None
     return Kernel(name, source, target, getattr(module, generated.name), generated, path, signature)
 
 
@@ -220,23 +233,54 @@ def _cache_key(source: str, target: Target) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def _cached_file(source: str, target: Target) -> Path:
-    """The kernel's source file in the cache, (re)written when missing or not byte-identical."""
-    directory = cache_dir() / "kernels"
+def _cached_file(directory: Path, source: str, target: Target) -> Path:
+    """The kernel's source file in ``directory``, (re)written when missing or not
+    byte-identical. Raises OSError when the directory cannot be used."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"k{_cache_key(source, target)}.py"
     try:
-        current = path.read_text()
+        current = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         current = None
     if current != source:
         # Write to a temporary file and rename, so a concurrent reader never sees half a file.
         fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        with os.fdopen(fd, "w") as handle:
-            handle.write(source)
-        os.replace(tmp, path)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(source)
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
         _drop_numba_cache(path)
     return path
+
+
+# Per process: the temporary directory that stands in for unusable caches, and those warned of.
+_TEMPORARY_CACHE: list[Path] = []
+_WARNED: set[Path] = set()
+
+
+def _temporary_cache(unusable: Path, err: OSError) -> Path:
+    """The directory to compile into instead of ``unusable``, with one warning per process."""
+    if not _TEMPORARY_CACHE:
+        try:
+            _TEMPORARY_CACHE.append(Path(tempfile.mkdtemp(prefix="mlckit-kernels-")))
+        except OSError as temp_err:
+            raise BuildError(
+                f"cannot write compiled kernels to {unusable} ({err.strerror or err}) nor to a "
+                f"temporary directory ({temp_err.strerror or temp_err}); set $MLCKIT_CACHE_DIR "
+                "to a writable directory"
+            ) from None
+    if unusable not in _WARNED:
+        _WARNED.add(unusable)
+        warnings.warn(
+            f"mlckit cannot use the kernel cache {unusable} ({err.strerror or err}); this process "
+            f"compiles its kernels in {_TEMPORARY_CACHE[0]} instead, so later processes will "
+            "compile them again. Set $MLCKIT_CACHE_DIR to a writable directory to keep them.",
+            stacklevel=3,
+        )
+    return _TEMPORARY_CACHE[0]
 
 
 def _drop_numba_cache(path: Path) -> None:
@@ -266,6 +310,8 @@ def _import_kernel_module(path: Path, name: str) -> types.ModuleType:
                 # A damaged numba cache entry: drop it and compile afresh once.
                 _drop_numba_cache(path)
                 continue
+            if isinstance(err, OSError):
+                raise  # the cache directory cannot be used: the caller compiles elsewhere
             raise BuildError(
                 f"numba could not compile kernel {name!r}: {type(err).__name__}: {err}\n"
                 f"generated source: {path}"
