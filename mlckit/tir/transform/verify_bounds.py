@@ -251,8 +251,7 @@ class _Checker:
 
     def proves_nonneg(self, value: E.PrimExpr) -> bool:
         value = self.ana.simplify(value)
-        undivided = _undivided(value)
-        for goal in (value,) if undivided is None else (value, undivided):
+        for goal in (value, *_stronger(value)):
             if self.ana.can_prove(goal >= 0):
                 return True
             # A condition ``f >= 0`` that holds here (a predicate ``i0 * 4 + i1 < 10``, a
@@ -539,45 +538,45 @@ def _forms(c: E.PrimExpr) -> Iterator[E.PrimExpr]:
         yield b - a
 
 
-def _undivided(g: E.PrimExpr) -> E.PrimExpr | None:
-    """``g >= 0`` said without the one ``x // c`` term of ``g`` (c > 0), which facts about ``x``
-    can then prove: ``a - x // c >= 0`` is ``c * a + c - 1 - x >= 0``, ``a + x // c >= 0`` is
-    ``x + c * a >= 0``; None when ``g`` has not exactly one such term."""
-    divisions: list[tuple[int, E.FloorDiv]] = []
+def _signed_terms(e: E.PrimExpr, sign: int = 1) -> Iterator[tuple[int, E.PrimExpr]]:
+    """The terms of a sum, each with its sign: ``a - (b + c)`` is +a, -b, -c."""
+    if isinstance(e, (E.Add, E.Sub)):
+        yield from _signed_terms(e.a, sign)
+        yield from _signed_terms(e.b, sign if isinstance(e, E.Add) else -sign)
+    else:
+        yield sign, e
 
-    def terms(x: E.PrimExpr, sign: int) -> None:
-        if isinstance(x, E.Add):
-            terms(x.a, sign)
-            terms(x.b, sign)
-        elif isinstance(x, E.Sub):
-            terms(x.a, sign)
-            terms(x.b, -sign)
-        elif isinstance(x, E.FloorDiv) and isinstance(x.b, E.IntImm) and x.b.value > 0:
-            divisions.append((sign, x))
 
-    terms(g, 1)
-    if len(divisions) != 1:
-        return None
-    sign, division = divisions[0]
-    c = division.b.value
-    if sign < 0:
-        return (g + division) * c + (c - 1) - division.a
-    return division.a + (g - division) * c
+def _stronger(g: E.PrimExpr) -> Iterator[E.PrimExpr]:
+    """Goals whose ``>= 0`` implies ``g >= 0``, in terms the proof handles better:
+
+    * without the one ``x // c`` term of ``g`` (c > 0), so that facts about ``x`` apply:
+      ``a - x // c >= 0`` is ``c * a + c - 1 - x >= 0``, ``a + x // c >= 0`` is ``x + c * a >= 0``;
+    * with an added ``max(a, b)`` (a subtracted ``min(a, b)``) replaced by either operand."""
+    terms = list(_signed_terms(g))
+    divisions = [
+        (sign, t)
+        for sign, t in terms
+        if isinstance(t, E.FloorDiv) and isinstance(t.b, E.IntImm) and t.b.value > 0
+    ]
+    if len(divisions) == 1:
+        sign, division = divisions[0]
+        c = division.b.value
+        if sign < 0:
+            yield (g + division) * c + (c - 1) - division.a
+        else:
+            yield division.a + (g - division) * c
+    for sign, t in terms:
+        if (sign > 0 and isinstance(t, E.Max)) or (sign < 0 and isinstance(t, E.Min)):
+            yield g - t * sign + t.a * sign
+            yield g - t * sign + t.b * sign
 
 
 def _affine_in(e: E.PrimExpr, loop_vars: set[int]) -> bool:
     """Whether ``e`` is a sum of terms that are free of the loops, or a constant times one
     loop variable, each loop variable in one term only: its extremes are then reached."""
     seen: set[int] = set()
-
-    def terms(x: E.PrimExpr) -> Iterator[E.PrimExpr]:
-        if isinstance(x, (E.Add, E.Sub)):
-            yield from terms(x.a)
-            yield from terms(x.b)
-        else:
-            yield x
-
-    for term in terms(e):
+    for _, term in _signed_terms(e):
         if not _vars_in(term, loop_vars):
             continue
         if isinstance(term, E.Mul) and isinstance(term.b, E.IntImm):

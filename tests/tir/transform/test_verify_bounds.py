@@ -287,3 +287,33 @@ def test_the_lowered_function_prints_its_checks_and_parses_back():
     text = lowered.script()
     assert "assert m < T.int64(1) or n >= m, \"f: block 'B' reads A[vi]" in text
     mlckit.ir.assert_structural_equal(from_source(text), lowered)
+
+
+def test_symbolic_proofs_see_through_a_fused_predicate_and_a_max():
+    # What the default GPU schedule makes of an (n, 8) loop nest: fused, split by 1024, with
+    # the predicate on the fused index; the rows are that index // 8.
+    @T.prim_func
+    def fused(a: T.handle):
+        n = T.int64()
+        A = T.match_buffer(a, (n, 8), "float32")
+        for i0, i1 in T.grid((n * 8 + 1023) // 1024, 1024):
+            with T.block("A"):
+                vi = T.axis.spatial(n, (i0 * 1024 + i1) // 8)
+                vj = T.axis.spatial(8, (i0 * 1024 + i1) % 8)
+                T.where(i0 * 1024 + i1 < n * 8)
+                A[vi, vj] = T.float32(0)
+
+    assert verify_buffer_bounds(fused) is fused
+
+    # A pooling window over its padded input (ceil mode): h % 2 + max(1 - h % 2, 0) >= 1.
+    @T.prim_func
+    def pool(a: T.handle, b: T.handle):
+        h = T.int64()
+        A = T.match_buffer(a, (h,), "float32")
+        B = T.match_buffer(b, (h + T.max(1 - h % 2, 0) + 2,), "float32")
+        for i, r in T.grid(h // 2 + 1, 3):
+            with T.block("B"):
+                vi, vr = T.axis.remap("SR", [i, r])
+                B[vi * 2 + vr] = T.float32(0)
+
+    assert verify_buffer_bounds(pool) is pool
