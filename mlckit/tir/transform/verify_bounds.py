@@ -24,6 +24,7 @@ A failing ``assert`` raises :class:`mlckit.errors.VMError` naming the buffer.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -91,6 +92,10 @@ class _Goal:
 
 
 class _Checker:
+    """Walks a function once; at each access, the analyzer knows the loops around it and the
+    conditions that hold there. Collects the checks to insert (at the entry, or before a
+    statement) and raises for an access out of bounds."""
+
     def __init__(self, func: PrimFunc, label: str) -> None:
         self.label = label
         self.ana = Analyzer()
@@ -284,10 +289,8 @@ class _Checker:
         """Evaluate the goals over the loops: ``(goal, iteration, index)`` for an iteration out
         of bounds, False when every iteration was evaluated and none is, None when unsure."""
         needed = _loops_needed(self.loops, [g.resolved for g in goals] + self.facts)
-        axes: list[np.ndarray] = []
-        env: dict[int, np.ndarray] = {}
+        spans: list[tuple[int, int]] = []
         conditions = list(self.facts)
-        size = 1
         for loop, low, extent in needed:
             lo = self.ana.const_int_bound(low).min_value
             hi = self.ana.const_int_bound(low + extent - 1).max_value
@@ -295,15 +298,17 @@ class _Checker:
                 return False
             if abs(lo) >= ConstIntBound.POS_INF or abs(hi) >= ConstIntBound.POS_INF:
                 return None
-            axes.append(np.arange(lo, hi + 1, dtype=np.int64))
-            size *= hi - lo + 1
-            var = loop.loop_var
-            conditions += [var >= low, var < low + extent]
-        complete = size <= MAX_ENUMERATED
-        if not complete:
-            if len(axes) > MAX_CORNER_LOOPS:
-                return None
-            axes = [np.unique([a[0], a[-1]]) for a in axes]
+            spans.append((lo, hi))
+            conditions += [loop.loop_var >= low, loop.loop_var < low + extent]
+        complete = math.prod(hi - lo + 1 for lo, hi in spans) <= MAX_ENUMERATED
+        if not complete and len(spans) > MAX_CORNER_LOOPS:
+            return None
+        # Every iteration, or (too many) the corners of the loop nest.
+        axes = [
+            np.arange(lo, hi + 1, dtype=np.int64) if complete else np.unique([lo, hi])
+            for lo, hi in spans
+        ]
+        env: dict[int, np.ndarray] = {}
         grids = np.meshgrid(*axes, indexing="ij", sparse=True) if axes else []
         for (loop, _, _), grid in zip(needed, grids):
             env[id(loop.loop_var)] = grid
@@ -668,4 +673,4 @@ def _range_text(low: E.PrimExpr, extent: E.PrimExpr) -> str:
     return f"range({_text(low)}, {_text(low)} + {_text(extent)})"
 
 
-__all__ = ["MAX_ENUMERATED", "OutOfBoundsError", "verify_buffer_bounds"]
+__all__ = ["OutOfBoundsError", "verify_buffer_bounds"]

@@ -317,3 +317,17 @@ def test_symbolic_proofs_see_through_a_fused_predicate_and_a_max():
                 B[vi * 2 + vr] = T.float32(0)
 
     assert verify_buffer_bounds(pool) is pool
+
+
+def test_a_large_loop_nest_the_proof_cannot_decide_checks_each_access():
+    # Past MAX_ENUMERATED iterations only the corners are evaluated; neither is out of bounds
+    # here, but vi = 24 is (vi * 7 % 13 is 12 and vi % 2 is 0: A[1012]).
+    @T.prim_func
+    def f(A: T.Buffer((1012,), "float32"), B: T.Buffer((1 << 17,), "float32")):
+        for i in range(1 << 17):
+            with T.block("B"):
+                vi = T.axis.remap("S", [i])
+                B[vi] = A[vi * 7 % 13 + 1000 - vi % 2]
+
+    (check,) = asserts(verify_buffer_bounds(f))
+    assert isinstance(check.body, S.BufferStore)  # right before the access, inside the loop
