@@ -15,6 +15,7 @@ within one parsed function every use of the same name is the same variable.
 from __future__ import annotations
 
 import builtins
+import numbers
 from collections.abc import Callable as _Callable
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ from typing import Any
 
 from mlckit import relax as _relax
 from mlckit.errors import MLCError
+from mlckit.ir.dtype import check_dtype
 from mlckit.relax import op as _op
 from mlckit.relax.op import memory
 from mlckit.relax.struct_info import (
@@ -34,6 +36,7 @@ from mlckit.relax.struct_info import (
     TensorStructInfo,
     TupleStructInfo,
 )
+from mlckit.tir.expr import PrimExpr
 from mlckit.tir.expr import Var as _TirVar
 
 from .parser.decorator import function
@@ -134,6 +137,24 @@ def to_struct_info(value: Any) -> StructInfo:
     )
 
 
+def _expect(what: str, value: Any, kinds: type | tuple[type, ...], expected: builtins.str) -> Any:
+    """``value`` when it is one of ``kinds`` (a bool is no int here), else an error."""
+    is_bool = isinstance(value, builtins.bool)
+    if not isinstance(value, kinds) or (is_bool and builtins.bool not in _as_tuple(kinds)):
+        raise MLCError(f"{what} is {expected}, got {value!r}")
+    return value
+
+
+def _as_tuple(kinds: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kinds if isinstance(kinds, tuple) else (kinds,)
+
+
+def _ndim(what: str, ndim: Any) -> int:
+    if _expect(what, ndim, int, "the number of dimensions (-1: unknown)") < -1:
+        raise MLCError(f"{what} is the number of dimensions (-1: unknown), got {ndim}")
+    return ndim
+
+
 def _tensor(
     shape: Any = None, dtype: str | None = None, ndim: int = -1, vdevice: Any = None
 ) -> TensorStructInfo:
@@ -141,9 +162,13 @@ def _tensor(
     if isinstance(shape, builtins.str) and dtype is None:
         # The older R.Tensor("float32", ndim=2).
         shape, dtype = None, shape
+    _expect("R.Tensor's shape", shape, (list, tuple, _relax.Expr, type(None)), "a tuple of dims")
+    _expect("R.Tensor's dtype", dtype, (builtins.str, type(None)), 'a dtype such as "float32"')
+    if vdevice is not None:
+        raise MLCError("R.Tensor: vdevice (virtual devices) is not supported; leave it out")
     if isinstance(shape, (list, tuple)):
         shape = _dims(shape)
-    return TensorStructInfo(shape, dtype, ndim)
+    return TensorStructInfo(shape, dtype, _ndim("R.Tensor's ndim", ndim))
 
 
 def _tuple(*fields: Any) -> TupleStructInfo:
@@ -155,11 +180,15 @@ def _tuple(*fields: Any) -> TupleStructInfo:
 
 def _shape(values: Any = None, ndim: int = -1) -> ShapeStructInfo:
     """A shape value's struct info: ``R.Shape([n, 4])`` or ``R.Shape(ndim=2)``."""
-    return ShapeStructInfo(None if values is None else _dims(values), ndim)
+    _expect("R.Shape's values", values, (list, tuple, type(None)), "a list of dims")
+    return ShapeStructInfo(None if values is None else _dims(values), _ndim("R.Shape's ndim", ndim))
 
 
 def _prim(dtype: str | None = None, value: Any = None) -> PrimStructInfo:
     """A scalar's struct info: ``R.Prim("int64")`` or ``R.Prim(value=n)``."""
+    _expect("R.Prim's dtype", dtype, (builtins.str, type(None)), 'a dtype such as "int64"')
+    kinds = (numbers.Real, PrimExpr, type(None))
+    _expect("R.Prim's value", value, kinds, "a number or expression")
     return PrimStructInfo(dtype, value)
 
 
@@ -172,6 +201,8 @@ def _callable(
     params: Sequence[Any] | None = None, ret: Any = None, purity: bool = True
 ) -> FuncStructInfo:
     """A function's struct info: ``R.Callable((R.Tensor(...),), R.Tensor(...))``."""
+    _expect("R.Callable's params", params, (list, tuple, type(None)), "a tuple of struct infos")
+    _expect("R.Callable's purity", purity, builtins.bool, "True or False")
     param_sinfo = None if params is None else [to_struct_info(p) for p in params]
     return FuncStructInfo(
         param_sinfo, ObjectStructInfo() if ret is None else to_struct_info(ret), purity
@@ -248,22 +279,23 @@ def const(value: Any, dtype: str | None = None) -> _relax.Constant:
 
 def shape(values: Sequence[Any]) -> _relax.ShapeExpr:
     """A shape value ``R.shape([n, 4])``."""
-    return _relax.ShapeExpr(_dims(values))
+    return _relax.ShapeExpr(_dims(_expect("R.shape", values, (list, tuple), "a list of dims")))
 
 
 def prim_value(value: Any) -> _relax.PrimValue:
     """A scalar value ``R.prim_value(T.int64(3))``."""
-    return _relax.PrimValue(value)
+    kinds = (builtins.bool, numbers.Real, PrimExpr)
+    return _relax.PrimValue(_expect("R.prim_value", value, kinds, "a number or expression"))
 
 
 def str(value: Any) -> _relax.StringImm:
     """A string value ``R.str("text")``."""
-    return _relax.StringImm(value)
+    return _relax.StringImm(_expect("R.str", value, builtins.str, "a string"))
 
 
 def dtype(value: Any) -> _relax.DataTypeImm:
     """A data type value ``R.dtype("float32")``."""
-    return _relax.DataTypeImm(value)
+    return _relax.DataTypeImm(check_dtype(value, "R.dtype's dtype"))
 
 
 ExternFunc = _relax.ExternFunc

@@ -14,11 +14,14 @@ TVM's spelling.
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
+
+import numpy as np
 
 from mlckit import tir as _tir
 from mlckit.errors import MLCError
-from mlckit.ir.dtype import check_dtype
+from mlckit.ir.dtype import check_dtype, is_float, is_int
 from mlckit.tir import op as _op
 from mlckit.tir.expr import Cast, Div, Mod, PrimExpr, Select, convert, make_const
 
@@ -108,15 +111,90 @@ class DType:
             raise MLCError("T.handle is a parameter type, not a value")
         if isinstance(value, PrimExpr):
             return value if value.dtype == self.dtype else Cast(self.dtype, value)
+        if not isinstance(value, (int, float, np.integer, np.floating, np.bool_)):
+            raise MLCError(
+                f"T.{self.dtype}(value) takes a number or a TensorIR expression, got {value!r}"
+            )
+        if not is_float(self.dtype) and not float(value).is_integer():
+            raise MLCError(f"T.{self.dtype}({value!r}): an {self.dtype} constant is a whole number")
         return make_const(value, self.dtype)
 
     def __repr__(self) -> str:
         return f"T.{self.dtype}"
 
 
+# The parameters of TVM's buffer declarations that mlckit's buffers do not have, with the
+# values that mean "none of it" (T.Buffer and T.alloc_buffer default differently in TVM).
+_ABSENT_LAYOUT: dict[str, tuple[Any, ...]] = {
+    "align": (0, -1),
+    "offset_factor": (0,),
+    "buffer_type": ("", "default"),
+    "axis_separators": (None, (), []),
+}
+
+
+def is_index(value: Any) -> builtins.bool:
+    """Whether ``value`` is an integer or an integer TensorIR expression (a shape, an index)."""
+    if isinstance(value, PrimExpr):
+        return is_int(value.dtype)
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (builtins.bool, np.bool_))
+
+
+def buffer_fields(
+    what: str,
+    shape: Any,
+    dtype: Any,
+    data: Any,
+    strides: Any,
+    elem_offset: Any,
+    scope: Any,
+    **layout: Any,
+) -> dict[str, Any]:
+    """The checked fields of the buffer that ``T.Buffer``, ``T.alloc_buffer`` or
+    ``T.match_buffer`` (``what``) declares, as :class:`mlckit.tir.Buffer` takes them.
+
+    What mlckit's buffers cannot hold is refused rather than dropped: a printed buffer must
+    read back the same."""
+    dims = tuple(shape) if isinstance(shape, (list, tuple)) else (shape,)
+    if not all(is_index(d) for d in dims):
+        raise MLCError(f"{what}: the shape is a tuple of integers such as (128, n), got {shape!r}")
+    if any(isinstance(d, (int, np.integer)) and d < 0 for d in dims):
+        raise MLCError(f"{what}: a dimension cannot be negative, got shape {shape!r}")
+    strides = () if strides is None else strides
+    if not isinstance(strides, (list, tuple)) or not all(is_index(s) for s in strides):
+        raise MLCError(f"{what}: strides are a tuple of integers, got {strides!r}")
+    if strides and len(strides) != len(dims):
+        raise MLCError(f"{what}: {len(strides)} strides for {len(dims)} dimensions")
+    if elem_offset is not None and not is_index(elem_offset):
+        raise MLCError(f"{what}: elem_offset is an integer, got {elem_offset!r}")
+    if not isinstance(scope, str) or not scope:
+        raise MLCError(f'{what}: the scope is a string such as "global" or "shared", got {scope!r}')
+    if data is not None:
+        raise MLCError(
+            f"{what}: data= (a view of another buffer's memory) is not supported: every "
+            "buffer has its own; allocate one with T.alloc_buffer"
+        )
+    for name, value in layout.items():
+        if not any(
+            value == absent and type(value) is type(absent) for absent in _ABSENT_LAYOUT[name]
+        ):
+            raise MLCError(
+                f"{what}: {name}={value!r} is not supported (mlckit's buffers have no "
+                f"{name.replace('_', ' ')}); leave it out"
+            )
+    return {
+        "data": None,
+        "dtype": check_dtype(dtype, f"{what} dtype"),
+        "shape": dims,
+        "strides": tuple(strides),
+        "elem_offset": elem_offset,
+        "scope": scope,
+    }
+
+
 class BufferType:
-    """``T.Buffer(shape, dtype)`` (and the older ``T.Buffer[shape, dtype]``) declares a buffer;
-    as a parameter annotation it gives the parameter its buffer."""
+    """``T.Buffer(shape, dtype)`` (and the older ``T.Buffer[shape, dtype]``) declares a
+    parameter's buffer, as its annotation."""
 
     def __call__(
         self,
@@ -131,9 +209,20 @@ class BufferType:
         buffer_type: str = "",
         axis_separators: Any = None,
     ) -> _tir.Buffer:
-        if not isinstance(shape, (list, tuple)):
-            shape = (shape,)
-        return _tir.Buffer(data, dtype, shape, strides or (), elem_offset, "buffer", scope)
+        fields = buffer_fields(
+            "T.Buffer",
+            shape,
+            dtype,
+            data,
+            strides,
+            elem_offset,
+            scope,
+            align=align,
+            offset_factor=offset_factor,
+            buffer_type=buffer_type,
+            axis_separators=axis_separators,
+        )
+        return _tir.Buffer(name=_UNNAMED, **fields)
 
     def __getitem__(self, key: Any) -> _tir.Buffer:
         return self(*key) if isinstance(key, tuple) else self(key)
@@ -142,6 +231,8 @@ class BufferType:
         return "T.Buffer"
 
 
+# The name of a buffer T.Buffer(...) declares until the parser gives it its parameter's.
+_UNNAMED = "buffer"
 Buffer = BufferType()
 int8, int16, int32, int64 = DType("int8"), DType("int16"), DType("int32"), DType("int64")
 uint8, uint16, uint32, uint64 = DType("uint8"), DType("uint16"), DType("uint32"), DType("uint64")

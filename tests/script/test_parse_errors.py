@@ -232,7 +232,7 @@ CASES = {
         '@T.prim_func\ndef f(A: T.Buffer((4.5, 4), "float32")):\n    pass\n',
         ParseError,
         2,
-        "shape must be integers",
+        "the shape is a tuple of integers",
     ),
     "R.call_tir without out_sinfo": (
         RELAX + "    z = R.call_tir('env.f', (x,))\n    return z\n",
@@ -303,7 +303,7 @@ CASES = {
         TIR + "    for i in range(4.0):\n        pass\n",
         ParseError,
         3,
-        "loop bounds must be integers",
+        "range expects integer extents, got 4.0",
     ),
     "grid with too few names": (
         TIR + "    for i in T.grid(4, 4):\n        pass\n",
@@ -392,6 +392,159 @@ CASES = {
         ParseError,
         1,
         "no option 'privat'",
+    ),
+    # ---- errors that used to escape as Python exceptions, or only relabel one
+    "block without a body": (
+        TIR + '    for i in range(4):\n        with T.block("b"):\n    A[0, 0] = 1.0\n',
+        ParseError,
+        5,
+        "expected an indented block",
+    ),
+    "NUL byte": (TIR + "    A[0, 0] = 1\0\n", ParseError, 3, "null bytes"),
+    "nested too deeply for Python": (
+        TIR + "    A[0, 0] = " + "-" * 100000 + "1\n",
+        ParseError,
+        1,
+        "nested too deeply",
+    ),
+    "T.Buffer annotation with data": (
+        '@T.prim_func\ndef f(A: T.Buffer((4,), "float32", 1)):\n    pass\n',
+        ParseError,
+        2,
+        "T.Buffer: data= (a view of another buffer's memory) is not supported",
+    ),
+    "T.Buffer annotation with a scope that is no string": (
+        '@T.prim_func\ndef f(A: T.Buffer((4,), "float32", scope=1)):\n    pass\n',
+        ParseError,
+        2,
+        "the scope is a string",
+    ),
+    "T.Buffer assigned in a body": (
+        TIR + '    Y = T.Buffer((4,), "float32")\n',
+        ParseError,
+        3,
+        "declares no memory: T.Buffer is a parameter's annotation; to allocate a buffer "
+        "write `Y = T.alloc_buffer(shape, dtype)`",
+    ),
+    "T.Buffer used in a body": (
+        TIR + '    A[0, 0] = T.Buffer((4,), "float32")[0]\n',
+        ParseError,
+        3,
+        "is not declared in this function",
+    ),
+    "R.dtype of a variable": (
+        RELAX + "    z = R.dtype(x)\n    return x\n",
+        ParseError,
+        3,
+        "unknown R.dtype's dtype",
+    ),
+    "division by zero": (
+        TIR + "    for i in range(4 // 0):\n        pass\n",
+        ParseError,
+        3,
+        "division by zero in `4 // 0`",
+    ),
+    "T.grid of a string": (
+        TIR + '    for i in T.grid("a"):\n        pass\n',
+        ParseError,
+        3,
+        "T.grid expects integer extents, got 'a'",
+    ),
+    "dtype constructor of a string": (
+        TIR + '    A[0, 0] = T.int32("a")\n',
+        ParseError,
+        3,
+        "T.int32(value) takes a number or a TensorIR expression, got 'a'",
+    ),
+    "operator on unsupported operands": (
+        TIR + "    A[0, 0] = A[0, 0] @ 2\n",
+        ParseError,
+        3,
+        "`@` cannot combine a BufferLoad and the int 2",
+    ),
+    "missing metadata key": (
+        'metadata = {"a": [1]}\n' + RELAX + '    z = metadata["b"]\n    return x\n',
+        ParseError,
+        4,
+        "a dict has no item 'b'; its keys are 'a'",
+    ),
+    "huge power": (TIR + "    A[0, 0] = 9 ** 9 ** 9\n", ParseError, 3, "the constant is too large"),
+    "huge repetition": (TIR + '    A[0, 0] = "a" * 10 ** 9\n', ParseError, 3, "makes it too long"),
+    "unpacking a buffer": (
+        TIR + "    A[0, 0] = T.max(*A)\n",
+        ParseError,
+        3,
+        "*A unpacks only a tuple or list, not a Buffer",
+    ),
+    "membership in a buffer": (
+        TIR + "    A[0, 0] = 1 in A\n",
+        ParseError,
+        3,
+        "`in` tests membership in a Python",
+    ),
+    # ---- input that used to be accepted and then print as something else
+    "function attribute holding a module": (
+        TIR + '    T.func_attr({"m": T})\n',
+        ParseError,
+        3,
+        "the value of 'm' holds a module",
+    ),
+    "function attribute holding a GlobalVar": (
+        "@I.ir_module\nclass M:\n    @T.prim_func\n    def f():\n"
+        '        T.func_attr({"callee": M.g})\n\n'
+        "    @T.prim_func\n    def g():\n        pass\n",
+        ParseError,
+        5,
+        "the value of 'callee' holds a GlobalVar",
+    ),
+    "loop annotation holding a function": (
+        TIR + '    for i in T.serial(4, annotations={"f": T.exp}):\n        pass\n',
+        ParseError,
+        3,
+        "T.serial's annotations: the value of 'f' holds a function",
+    ),
+    "infinite ndim": (
+        "@R.function\ndef f(x: R.Tensor(ndim=1e400)):\n    return x\n",
+        ParseError,
+        2,
+        "R.Tensor's ndim is the number of dimensions (-1: unknown), got inf",
+    ),
+    "tuple struct info of an expression": (
+        RELAX + "    z: R.TupleStructInfo(x) = x\n    return x\n",
+        ParseError,
+        3,
+        "R has no attribute 'TupleStructInfo'",
+    ),
+    "callable struct info of an expression": (
+        RELAX + "    z: R.Callable(x, R.Object) = x\n    return x\n",
+        ParseError,
+        3,
+        "R.Callable's params is a tuple of struct infos",
+    ),
+    "alloc_buffer with an extra positional argument": (
+        TIR + '    C = T.alloc_buffer((4,), "float32", None, None, None, "global", 64)\n',
+        ParseError,
+        3,
+        "T.alloc_buffer: align=64 is not supported",
+    ),
+    "match_buffer with an offset factor": (
+        "@T.prim_func\ndef f(a: T.handle):\n"
+        '    A = T.match_buffer(a, (4,), "float32", None, None, None, "global", -1, 1)\n',
+        ParseError,
+        3,
+        "T.match_buffer: offset_factor=1 is not supported",
+    ),
+    "region with float bounds": (
+        TIR + '    with T.block("b"):\n        T.reads(A[0:1.5, 0])\n',
+        ParseError,
+        4,
+        "the bounds of a region of A are integers",
+    ),
+    "function buffer sized by a let variable": (
+        TIR + '    m: T.int32 = 4\n    C = T.alloc_buffer((m,), "float32")\n',
+        ParseError,
+        4,
+        "the shape of 'C' uses 'm', which is bound inside the function",
     ),
 }
 

@@ -128,3 +128,30 @@ def test_import_mlckit_as_tvm_spelling():
     tvm = mlckit
     assert tvm.script.ir_module is I.ir_module
     assert tvm.ir.Op.get("relax.add") is Op.get("relax.add")
+
+
+def test_functions_named_like_script_names_round_trip():
+    # A function named `metadata` (or T, range, ...) used to shadow the metadata section (or
+    # the namespace) when the printed module was parsed again.
+    weight = relax.const(np.arange(6, dtype="float32").reshape(2, 3))
+    mod = mlckit.ir.IRModule()
+    for name in ("metadata", "T", "range"):
+        bb = relax.BlockBuilder()
+        x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
+        with bb.function(name, [x]):
+            bb.emit_func_output(bb.emit(relax.op.add(x, weight)))
+        mod[name] = bb.get()[name]
+    assert_structural_equal(from_source(mod.script(show_meta=True)), mod)
+
+
+def test_size_vars_round_trip():
+    n = tir.SizeVar("n", "int64")
+    a = tir.Var("a", "handle")
+    buffer = tir.decl_buffer((n,), "float32", "A")
+    body = tir.BufferStore(buffer, tir.FloatImm("float32", 1.0), [tir.IntImm("int64", 0)])
+    func = tir.PrimFunc([a], body, buffer_map={a: buffer})
+    text = func.script()
+    assert "n = T.int64(is_size_var=True)" in text
+    again = from_source(text)
+    assert_structural_equal(again, func)
+    assert isinstance(again.buffer_map[again.params[0]].shape[0], tir.SizeVar)

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import ast
 import builtins
+import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+
 from mlckit.errors import MLCError, ParseError, StructInfoError
 
 from .diagnostics import Source, is_located, located
-from .evaluator import Evaluator, did_you_mean
+from .evaluator import Evaluator, describe_value, did_you_mean
 from .markers import ScriptStatement
 from .namespaces import TEXT_BUILTINS, is_decorator, is_script_value, namespace_names
 
@@ -172,7 +175,7 @@ class Parser:
                 node,
                 f"TVMScript text reads attributes only of T, R, I and the module's functions "
                 f"(cls.f); `{ast.unparse(node)}` reads {node.attr!r} of "
-                f"{_describe_value(owner)}, which is not allowed",
+                f"{describe_value(owner)}, which is not allowed",
             )
         if names is not None and node.attr not in names:
             return self.missing_attribute(owner, node)
@@ -216,7 +219,7 @@ class Parser:
             raise self.error(
                 node.func,
                 f"TVMScript text calls only T., R. and I. constructors, the module's functions "
-                f"and range/float; `{callee}` is {_describe_value(func)}, which is not allowed",
+                f"and range/float; `{callee}` is {describe_value(func)}, which is not allowed",
             )
         return func(*args, **kwargs)
 
@@ -241,29 +244,50 @@ class Parser:
             args, kwargs = self.evaluator.call_arguments(node)
             return builder.bind(args, kwargs)
 
+    def attributes(self, node: ast.AST, what: str, attrs: Any) -> dict[str, Any]:
+        """``attrs`` checked as the attributes ``what`` (T.func_attr, a loop's annotations, ...)
+        takes: a dict with string keys whose values print back as they were written."""
+        if not isinstance(attrs, dict) or not all(isinstance(k, str) for k in attrs):
+            raise self.error(
+                node, f'{what} takes a dict with string keys, e.g. {{"tir.noalias": True}}'
+            )
+        for key, value in attrs.items():
+            wrong = _unprintable(value)
+            if wrong is not None:
+                raise self.error(
+                    node,
+                    f"{what}: the value of {key!r} holds {describe_value(wrong)}; attribute "
+                    "values are numbers, strings, booleans, None, TensorIR expressions, "
+                    "and lists, tuples and dicts of them",
+                )
+        return attrs
+
     # ------------------------------------------------------------------ statements
     def symbolic_declarations(
         self, target: ast.expr, value: ast.expr
-    ) -> list[tuple[ast.Name, str]] | None:
-        """``n = T.int64()`` / ``M, N = T.int64(), T.int64()``: the names and dtypes declared."""
+    ) -> list[tuple[ast.Name, Any]] | None:
+        """``n = T.int64()`` / ``M, N = T.int64(), T.int64()``: the names declared and their new
+        TensorIR variables (a SizeVar for ``T.int64(is_size_var=True)``)."""
         targets = target.elts if isinstance(target, ast.Tuple) else [target]
         values = value.elts if isinstance(value, ast.Tuple) else [value]
-        if len(targets) != len(values) or not all(
-            isinstance(v, ast.Call) and not v.args and not v.keywords for v in values
-        ):
+        if len(targets) != len(values) or not all(_is_declaration(v) for v in values):
             return None
         from mlckit.script.tir import DType
+        from mlckit.tir.expr import SizeVar, Var
 
-        dtypes = []
+        makers = []
         for v in values:
             func = self.eval(v.func)  # type: ignore[attr-defined]
             if not isinstance(func, DType):
                 return None
-            dtypes.append(func.dtype)
-        for t in targets:
+            size_var = any(k.value.value for k in v.keywords)  # type: ignore[attr-defined]
+            makers.append((SizeVar if size_var else Var, func.dtype))
+        declared = []
+        for t, (make, dtype) in zip(targets, makers):
             if not isinstance(t, ast.Name):
                 raise self.error(t, "a symbolic variable is declared with a name: `n = T.int64()`")
-        return list(zip(targets, dtypes))  # type: ignore[arg-type]
+            declared.append((t, make(t.id, dtype)))
+        return declared
 
     def visit_body(self, stmts: list[ast.stmt]) -> None:
         for stmt in stmts:
@@ -301,11 +325,33 @@ _PYTHON_ERRORS: dict[type[BaseException], Callable[[str], str]] = {
 }
 
 
-def _describe_value(value: Any) -> str:
-    """``a module``, ``a function``, ``a Buffer``: what a value is, for messages."""
-    kind = type(value)
-    name = "function" if callable(value) and kind.__module__ == "builtins" else kind.__name__
-    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+def _unprintable(value: Any) -> Any:
+    """The part of an attribute value that does not print as text that reads back, or None."""
+    from mlckit.tir.expr import PrimExpr
+
+    if value is None or isinstance(value, (numbers.Number, np.bool_, str, PrimExpr)):
+        return None
+    if isinstance(value, (list, tuple)):
+        items: list[Any] = list(value)
+    elif isinstance(value, dict):
+        items = [*value.keys(), *value.values()]
+    else:
+        return value
+    return next((wrong for wrong in map(_unprintable, items) if wrong is not None), None)
+
+
+def _is_declaration(value: ast.expr) -> bool:
+    """Whether ``value`` has the form of ``T.int64()`` or ``T.int64(is_size_var=True)``."""
+    return (
+        isinstance(value, ast.Call)
+        and not value.args
+        and all(
+            k.arg == "is_size_var"
+            and isinstance(k.value, ast.Constant)
+            and isinstance(k.value.value, bool)
+            for k in value.keywords
+        )
+    )
 
 
 def is_docstring(stmt: ast.stmt) -> bool:

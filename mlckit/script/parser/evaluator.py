@@ -26,39 +26,40 @@ from mlckit.tir.expr import And, Not, Or, PrimExpr, Select, convert
 if TYPE_CHECKING:
     from .core import Parser
 
-_BINARY: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-    ast.MatMult: operator.matmul,
-    ast.BitAnd: operator.and_,
-    ast.BitOr: operator.or_,
-    ast.BitXor: operator.xor,
-    ast.LShift: operator.lshift,
-    ast.RShift: operator.rshift,
+# Each operator with its source text (for messages) and its Python meaning.
+_BINARY: dict[type, tuple[str, Callable[[Any, Any], Any]]] = {
+    ast.Add: ("+", operator.add),
+    ast.Sub: ("-", operator.sub),
+    ast.Mult: ("*", operator.mul),
+    ast.Div: ("/", operator.truediv),
+    ast.FloorDiv: ("//", operator.floordiv),
+    ast.Mod: ("%", operator.mod),
+    ast.Pow: ("**", operator.pow),
+    ast.MatMult: ("@", operator.matmul),
+    ast.BitAnd: ("&", operator.and_),
+    ast.BitOr: ("|", operator.or_),
+    ast.BitXor: ("^", operator.xor),
+    ast.LShift: ("<<", operator.lshift),
+    ast.RShift: (">>", operator.rshift),
 }
-_COMPARE: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-    ast.Is: operator.is_,
-    ast.IsNot: operator.is_not,
-    ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b,
+_COMPARE: dict[type, tuple[str, Callable[[Any, Any], Any]]] = {
+    ast.Eq: ("==", operator.eq),
+    ast.NotEq: ("!=", operator.ne),
+    ast.Lt: ("<", operator.lt),
+    ast.LtE: ("<=", operator.le),
+    ast.Gt: (">", operator.gt),
+    ast.GtE: (">=", operator.ge),
+    ast.Is: ("is", operator.is_),
+    ast.IsNot: ("is not", operator.is_not),
+    ast.In: ("in", lambda a, b: a in b),
+    ast.NotIn: ("not in", lambda a, b: a not in b),
 }
 # What `in` may look into: containers whose membership test ends (an IR node does not).
 _CONTAINERS = (tuple, list, dict, str, set, frozenset)
-_UNARY: dict[type, Callable[[Any], Any]] = {
-    ast.USub: operator.neg,
-    ast.UAdd: operator.pos,
-    ast.Invert: operator.invert,
+_UNARY: dict[type, tuple[str, Callable[[Any], Any]]] = {
+    ast.USub: ("-", operator.neg),
+    ast.UAdd: ("+", operator.pos),
+    ast.Invert: ("~", operator.invert),
 }
 
 # Python syntax a script cannot use, with what to write instead.
@@ -127,7 +128,18 @@ class Evaluator:
     def _subscript(self, node: ast.Subscript) -> Any:
         owner = self.eval(node.value)
         index = self.eval(node.slice)
-        return self.parser.convert_leaf(owner[index])
+        try:
+            item = owner[index]
+        except (KeyError, IndexError):
+            keys = (
+                f"; its keys are {', '.join(map(repr, owner))}" if isinstance(owner, dict) else ""
+            )
+            raise MLCError(f"{describe_value(owner)} has no item {index!r}{keys}") from None
+        except TypeError:
+            raise MLCError(
+                f"{describe_value(owner)} cannot be indexed by {describe_value(index)}"
+            ) from None
+        return self.parser.convert_leaf(item)
 
     def _elements(self, nodes: list[ast.expr]) -> list[Any]:
         values: list[Any] = []
@@ -197,7 +209,11 @@ class Evaluator:
         value = self.eval(node.operand)
         if isinstance(node.op, ast.Not):
             return Not(value) if isinstance(value, PrimExpr) else not value
-        return _UNARY[type(node.op)](value)
+        symbol, apply = _UNARY[type(node.op)]
+        try:
+            return apply(value)
+        except TypeError:
+            raise MLCError(f"`{symbol}` cannot apply to {describe_value(value)}") from None
 
     def _boolop(self, node: ast.BoolOp) -> Any:
         is_and = isinstance(node.op, ast.And)
@@ -224,7 +240,7 @@ class Evaluator:
                     f"`in` tests membership in a Python tuple, list, dict or string, "
                     f"not in a {type(rhs).__name__}",
                 )
-            this = _COMPARE[type(op)](lhs, rhs)
+            this = _operate(_COMPARE[type(op)], lhs, rhs)
             if result is None:
                 result = this
             elif isinstance(result, PrimExpr) or isinstance(this, PrimExpr):
@@ -246,7 +262,27 @@ def binary(op: ast.operator, lhs: Any, rhs: Any) -> Any:
     if isinstance(op, ast.Pow) and (isinstance(lhs, PrimExpr) or isinstance(rhs, PrimExpr)):
         return tir_op.pow(lhs, rhs)
     _check_size(op, lhs, rhs)
-    return _BINARY[type(op)](lhs, rhs)
+    return _operate(_BINARY[type(op)], lhs, rhs)
+
+
+def _operate(operation: tuple[str, Callable[[Any, Any], Any]], lhs: Any, rhs: Any) -> Any:
+    symbol, apply = operation
+    try:
+        return apply(lhs, rhs)
+    except TypeError:
+        raise MLCError(
+            f"`{symbol}` cannot combine {describe_value(lhs)} and {describe_value(rhs)}"
+        ) from None
+
+
+def describe_value(value: Any) -> str:
+    """What a value is, for messages: ``a Buffer``, ``the str 'a'``, ``a function``."""
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        text = repr(value)
+        return f"the {type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
+    kind = type(value)
+    name = "function" if callable(value) and kind.__module__ == "builtins" else kind.__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 # Python computes `9**9**9` or `"a" * 10**12` before anything can object, for minutes; no

@@ -16,7 +16,7 @@ from mlckit.script import ir as I
 from .core import Environment, Parser, is_docstring
 from .decorator import definition_kind, function, prim_func
 from .diagnostics import Source
-from .namespaces import ModuleFunctions
+from .namespaces import SCRIPT_GLOBALS, ModuleFunctions
 
 
 def parse_module(source: Source, node: ast.ClassDef, env: Environment) -> IRModule:
@@ -29,7 +29,7 @@ def parse_module(source: Source, node: ast.ClassDef, env: Environment) -> IRModu
             functions.append((stmt, kind, options))
         elif isinstance(stmt, ast.Expr) and parser.callee(stmt.value) is I.module_attrs:
             bound = parser.bind_statement(stmt.value, I.module_attrs)  # type: ignore[arg-type]
-            attrs.update(bound["attrs"])
+            attrs.update(parser.attributes(stmt.value, I.module_attrs.name, bound["attrs"]))
         elif not is_docstring(stmt) and not isinstance(stmt, ast.Pass):
             raise parser.error(
                 stmt,
@@ -41,8 +41,10 @@ def parse_module(source: Source, node: ast.ClassDef, env: Environment) -> IRModu
         if stmt.name in gvars:
             raise parser.error(stmt, f"the module already has a function named {stmt.name!r}")
         gvars[stmt.name] = GlobalVar(stmt.name)
-    # The class name and each function's name mean the module's functions.
-    base: dict[str, Any] = {**gvars, node.name: ModuleFunctions(node.name, gvars)}
+    # The class name and each function's name mean the module's functions; a function named
+    # like a name printed scripts rely on (T, metadata, range, ...) is reached as cls.<name>.
+    bare = {name: gv for name, gv in gvars.items() if name not in SCRIPT_GLOBALS}
+    base: dict[str, Any] = {**bare, node.name: ModuleFunctions(node.name, gvars)}
 
     from .relax import declare_function, parse_function
     from .tir import parse_prim_func

@@ -33,6 +33,8 @@ from .evaluator import did_you_mean
 
 # The builtins TVMScript text may use: what the printer writes (`range(a, b)`, `float("inf")`).
 TEXT_BUILTINS: dict[str, Any] = {"range": range, "float": float}
+# The names printed text relies on besides its own variables.
+SCRIPT_GLOBALS = frozenset({"T", "R", "I", "metadata", *TEXT_BUILTINS})
 
 
 class ModuleFunctions:

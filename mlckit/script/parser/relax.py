@@ -124,10 +124,8 @@ class RelaxParser(Parser):
         # `n = T.int64()` in the body may declare what the signature uses as `n`.
         for stmt in node.body:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-                for name_node, dtype in (
-                    self.symbolic_declarations(stmt.targets[0], stmt.value) or ()
-                ):
-                    self.symbols.setdefault(name_node.id, TirVar(name_node.id, dtype))
+                for name_node, var in self.symbolic_declarations(stmt.targets[0], stmt.value) or ():
+                    self.symbols.setdefault(name_node.id, var)
         for name, var in self.symbols.items():
             self.vars.add(name, var)
         params = []
@@ -279,9 +277,9 @@ class RelaxParser(Parser):
     ) -> None:
         declared = self.symbolic_declarations(target, value_node)
         if declared is not None:
-            for name_node, dtype in declared:
-                var = self.symbols.setdefault(name_node.id, TirVar(name_node.id, dtype))
-                if var.dtype != dtype:
+            for name_node, new in declared:
+                var = self.symbols.setdefault(name_node.id, new)
+                if var.dtype != new.dtype:
                     raise self.error(
                         name_node,
                         f"{name_node.id!r} is already a symbolic variable of dtype {var.dtype}",
@@ -368,10 +366,7 @@ class RelaxParser(Parser):
                 raise self.error(arg, "R.output lists variables bound in this dataflow block")
 
     def stmt_func_attr(self, node: ast.Call, bound: dict[str, Any]) -> None:
-        attrs = bound["attrs"]
-        if not isinstance(attrs, dict) or not all(isinstance(k, str) for k in attrs):
-            raise self.error(node, 'attributes are a dict with string keys, e.g. {"Primitive": 1}')
-        self.attrs.update(attrs)
+        self.attrs.update(self.attributes(node, R.func_attr.name, bound["attrs"]))
 
     def visit_With(self, node: ast.With) -> None:
         item = node.items[0]

@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 
 from mlckit.errors import MLCError
+from mlckit.ir.dtype import is_int
 from mlckit.ir.node import Span
 from mlckit.script import tir as T
+from mlckit.tir.analysis import collect_vars
 from mlckit.tir.buffer import Buffer, BufferRegion, MatchBufferRegion
 from mlckit.tir.expr import (
     BufferLoad,
@@ -121,25 +123,29 @@ def _with_dtype(value: Any, dtype: str) -> PrimExpr:
 def _region(value: Any) -> list[BufferRegion]:
     """The regions a ``T.reads``/``T.writes`` argument stands for."""
     if isinstance(value, BufferRegion):
-        return [value]
-    if isinstance(value, BufferLoad):
-        return [BufferRegion.from_indices(value.buffer, value.indices)]
-    if isinstance(value, Buffer):
-        return [BufferRegion.full_region(value)]
-    if isinstance(value, (list, tuple)):
+        regions = [value]
+    elif isinstance(value, BufferLoad):
+        regions = [BufferRegion.from_indices(value.buffer, value.indices)]
+    elif isinstance(value, Buffer):
+        regions = [BufferRegion.full_region(value)]
+    elif isinstance(value, (list, tuple)):
         return [region for item in value for region in _region(item)]
-    raise MLCError(f"expected a buffer region such as A[vi, 0:K], got {type(value).__name__}")
-
-
-# The name T.Buffer(...) gives the buffers it declares until the script names them.
-_UNNAMED = "buffer"
+    else:
+        raise MLCError(f"expected a buffer region such as A[vi, 0:K], got {type(value).__name__}")
+    for rng in regions[0].region:
+        for bound in (rng.min, rng.extent):
+            if not is_int(bound.dtype):
+                raise MLCError(
+                    f"the bounds of a region of {regions[0].buffer.name} are integers, "
+                    f"got {bound.dtype}"
+                )
+    return regions
 
 
 def _renamed(buffer: Buffer, name: str) -> Buffer:
-    """A buffer declared by ``T.Buffer(...)`` under the name it is given in the script."""
-    data = Var(name, "handle") if buffer.data.name_hint == _UNNAMED else buffer.data
+    """A parameter's buffer declared by ``T.Buffer(...)``, under the parameter's name."""
     return Buffer(
-        data, buffer.dtype, buffer.shape, buffer.strides, buffer.elem_offset, name, buffer.scope
+        None, buffer.dtype, buffer.shape, buffer.strides, buffer.elem_offset, name, buffer.scope
     )
 
 
@@ -152,6 +158,10 @@ class TIRParser(Parser):
         self.buffer_map: dict[Var, Buffer] = {}
         self.attrs: dict[str, Any] = {}
         self.root_allocs: list[Buffer] = []
+        # The buffers the function declares (by id): its parameters', allocated and matched.
+        self.declared: set[int] = set()
+        # The variables defined for the whole function (by id): parameters, symbolic ones.
+        self.function_vars: set[int] = set()
         self.blocks: list[_BlockFrame] = []
         self.loops: dict[int, _Loop] = {}
         self.finished_loop_vars: set[str] = set()
@@ -234,6 +244,7 @@ class TIRParser(Parser):
             var = Var(name, "handle")
             buffer = _renamed(annotation, name)
             self.buffer_map[var] = buffer
+            self.declared.add(id(buffer))
             self.vars.add(name, buffer)
             self.roles[id(buffer)] = "a function parameter"
         else:
@@ -245,6 +256,7 @@ class TIRParser(Parser):
             )
         self.roles[id(var)] = "a function parameter"
         self.params.append(var)
+        self.function_vars.add(id(var))
 
     # ------------------------------------------------------------------ names
     def lookup(self, name: str, node: ast.AST) -> Any:
@@ -335,13 +347,13 @@ class TIRParser(Parser):
         frame = self.current_block(node, marker)
         regions = self.bind_statement(node, marker)["regions"]
         with self.guard(node):
-            frame.reads = _region(list(regions))
+            frame.reads = self.declared_regions(regions)
 
     def stmt_writes(self, node: ast.Call, marker: ScriptStatement) -> None:
         frame = self.current_block(node, marker)
         regions = self.bind_statement(node, marker)["regions"]
         with self.guard(node):
-            frame.writes = _region(list(regions))
+            frame.writes = self.declared_regions(regions)
 
     def stmt_block_attr(self, node: ast.Call, marker: ScriptStatement) -> None:
         frame = self.current_block(node, marker)
@@ -353,21 +365,17 @@ class TIRParser(Parser):
             self.attrs["tir." + key[5:] if key.startswith("tirx.") else key] = value
 
     def _attr_dict(self, node: ast.Call, marker: ScriptStatement) -> dict[str, Any]:
-        attrs = self.bind_statement(node, marker)["attrs"]
-        if not isinstance(attrs, dict) or not all(isinstance(k, str) for k in attrs):
-            raise self.error(
-                node, 'attributes are a dict with string keys, e.g. {"tir.noalias": True}'
-            )
-        return attrs
+        return self.attributes(node, marker.name, self.bind_statement(node, marker)["attrs"])
 
     # ------------------------------------------------------------------ assignments
     def visit_Assign(self, node: ast.Assign) -> _Let | Stmt | None:
         target = single_target(self, node)
         declared = self.symbolic_declarations(target, node.value)
         if declared is not None:
-            for name_node, dtype in declared:
+            for name_node, var in declared:
                 self.check_assignable(name_node)
-                self.vars.add(name_node.id, Var(name_node.id, dtype))
+                self.vars.add(name_node.id, var)
+                self.function_vars.add(id(var))
             return None
         func = self.callee(node.value)
         if isinstance(func, ScriptStatement):
@@ -413,11 +421,14 @@ class TIRParser(Parser):
         name = self.target_name(target, "a value")
         if isinstance(value, PrimExpr):
             return _Let(Var(name, value.dtype), value)
-        if isinstance(value, Buffer) and value.name == _UNNAMED:
-            # `B = T.Buffer(...)` declares a buffer; `B = A` is only another name for A.
-            value = _renamed(value, name)
-            self.roles[id(value)] = "a buffer"
-        self.vars.add(name, value)
+        if isinstance(value, Buffer) and id(value) not in self.declared:
+            # TVM's `B = T.Buffer(..., data=A.data)` views A's memory; mlckit has no such views.
+            raise self.error(
+                node,
+                f"`{name} = T.Buffer(...)` declares no memory: T.Buffer is a parameter's "
+                f"annotation; to allocate a buffer write `{name} = T.alloc_buffer(shape, dtype)`",
+            )
+        self.vars.add(name, value)  # `B = A`: another name for A
         return None
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> _Let:
@@ -460,6 +471,8 @@ class TIRParser(Parser):
                 f"{ast.unparse(target.value)} is not a buffer; only "
                 "buffer elements can be assigned (A[i, j] = value)",
             )
+        with self.guard(target.value):
+            self.check_declared(buffer)
         index = self.eval(target.slice)
         indices = index if isinstance(index, tuple) else (index,)
         if any(isinstance(i, slice) for i in indices):
@@ -470,84 +483,87 @@ class TIRParser(Parser):
             return BufferStore(buffer, convert(value, buffer.dtype), indices)
 
     # ------------------------------------------------------------------ buffers
-    def _buffer_args(self, bound: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "dtype": bound["dtype"],
-            "data": bound["data"],
-            "strides": bound["strides"] or (),
-            "elem_offset": bound["elem_offset"],
-            "scope": bound["scope"],
-        }
+    def declare_buffer(
+        self, node: ast.Call, marker: ScriptStatement, name: str, **bound: Any
+    ) -> Buffer:
+        """The buffer a T.alloc_buffer / T.match_buffer statement declares, named ``name``."""
+        with self.guard(node):
+            fields = T.buffer_fields(marker.name, **bound)
+            buffer = Buffer(name=name, **fields)
+        if not self.blocks:
+            # The function's own buffers exist before its body runs: their shapes can use
+            # parameters and symbolic variables, not a loop's or a let's variable.
+            sizes = [*buffer.shape, *buffer.strides, buffer.elem_offset]
+            for var in collect_vars([e for e in sizes if e is not None]):
+                if id(var) not in self.function_vars:
+                    raise self.error(
+                        node,
+                        f"{marker.name}: the shape of {name!r} uses {var.name_hint!r}, which "
+                        "is bound inside the function; a function's buffers are sized by its "
+                        "parameters and symbolic variables (n = T.int64())",
+                    )
+        self.declared.add(id(buffer))
+        self.roles[id(buffer)] = "a buffer"
+        self.vars.add(name, buffer)
+        return buffer
 
     def assign_alloc_buffer(
         self, node: ast.Assign, target: ast.expr, marker: ScriptStatement
     ) -> None:
-        bound = self.bind_statement(node.value, marker)  # type: ignore[arg-type]
+        call: ast.Call = node.value  # type: ignore[assignment]
+        bound = self.bind_statement(call, marker)
         name = self.target_name(target, "T.alloc_buffer")
-        shape = bound["shape"]
-        args = self._buffer_args(bound)
-        with self.guard(node.value):
-            buffer = Buffer(
-                args["data"],
-                args["dtype"],
-                shape if isinstance(shape, (list, tuple)) else (shape,),
-                args["strides"],
-                args["elem_offset"],
-                name,
-                args["scope"],
-            )
+        buffer = self.declare_buffer(call, marker, name, **bound)
         (self.blocks[-1].alloc_buffers if self.blocks else self.root_allocs).append(buffer)
-        self.roles[id(buffer)] = "a buffer"
-        self.vars.add(name, buffer)
 
     def assign_match_buffer(
         self, node: ast.Assign, target: ast.expr, marker: ScriptStatement
     ) -> None:
-        bound = self.bind_statement(node.value, marker)  # type: ignore[arg-type]
+        call: ast.Call = node.value  # type: ignore[assignment]
+        bound = self.bind_statement(call, marker)
         name = self.target_name(target, "T.match_buffer")
-        param, shape = bound["param"], bound["shape"]
-        args = self._buffer_args(bound)
+        param = bound.pop("param")
         if self.blocks:
             # In a block: the buffer views a region of another buffer.
-            with self.guard(node.value):
+            with self.guard(call):
                 source = _region(param)
                 if len(source) != 1:
                     raise MLCError("T.match_buffer in a block matches one buffer region")
-                if shape is None:
-                    shape = [r.extent for r in source[0].region]
-                buffer = Buffer(
-                    args["data"],
-                    args["dtype"],
-                    shape,
-                    args["strides"],
-                    args["elem_offset"],
-                    name,
-                    args["scope"],
-                )
+                self.check_declared(source[0].buffer)
+            if bound["shape"] is None:
+                bound["shape"] = [r.extent for r in source[0].region]
+            buffer = self.declare_buffer(call, marker, name, **bound)
             self.blocks[-1].match_buffers.append(MatchBufferRegion(buffer, source[0]))
-        else:
-            if not any(param is p for p in self.params) or param.dtype != "handle":
-                raise self.error(
-                    node.value.args[0] if node.value.args else node.value,  # type: ignore[attr-defined]
-                    "T.match_buffer at function level takes a T.handle parameter of the function",
-                )
-            if param in self.buffer_map:
-                raise self.error(node.value, f"parameter {param.name_hint!r} already has a buffer")
-            if shape is None:
-                raise self.error(node.value, "T.match_buffer needs the buffer's shape")
-            with self.guard(node.value):
-                buffer = Buffer(
-                    args["data"],
-                    args["dtype"],
-                    shape if isinstance(shape, (list, tuple)) else (shape,),
-                    args["strides"],
-                    args["elem_offset"],
-                    name,
-                    args["scope"],
-                )
-            self.buffer_map[param] = buffer
-        self.roles[id(buffer)] = "a buffer"
-        self.vars.add(name, buffer)
+            return
+        if not any(param is p for p in self.params) or param.dtype != "handle":
+            raise self.error(
+                call.args[0] if call.args else call,
+                "T.match_buffer at function level takes a T.handle parameter of the function",
+            )
+        if param in self.buffer_map:
+            raise self.error(call, f"parameter {param.name_hint!r} already has a buffer")
+        if bound["shape"] is None:
+            raise self.error(call, "T.match_buffer needs the buffer's shape")
+        self.buffer_map[param] = self.declare_buffer(call, marker, name, **bound)
+
+    def declared_regions(self, value: Any) -> list[BufferRegion]:
+        regions = _region(list(value))
+        for region in regions:
+            self.check_declared(region.buffer)
+        return regions
+
+    def convert_leaf(self, value: Any) -> Any:
+        if isinstance(value, (BufferLoad, BufferRegion)):
+            self.check_declared(value.buffer)
+        return value
+
+    def check_declared(self, buffer: Buffer) -> None:
+        """A buffer used in the function is one of its parameters' or one it allocates."""
+        if id(buffer) not in self.declared:
+            raise MLCError(
+                f"buffer {buffer.name!r} is not declared in this function: a buffer is a "
+                "parameter (A: T.Buffer(...)), T.match_buffer(...) or T.alloc_buffer(...)"
+            )
 
     # ------------------------------------------------------------------ block iterators
     def _bind_iterators(self, node: ast.Call, marker: ScriptStatement) -> dict[str, Any]:
@@ -715,7 +731,10 @@ class TIRParser(Parser):
                 raise self.error(
                     call, 'T.thread_binding needs the thread axis, e.g. thread="threadIdx.x"'
                 )
-            loops = [(bound["start"], bound["stop"], kind, thread, bound["annotations"])]
+            annotations = bound["annotations"]
+            if annotations is not None:
+                annotations = self.attributes(call, f"{func.name}'s annotations", annotations)
+            loops = [(bound["start"], bound["stop"], kind, thread, annotations)]
         else:
             raise self.error(
                 node.iter,
@@ -736,7 +755,7 @@ class TIRParser(Parser):
                 if not isinstance(name_node, ast.Name):
                     raise self.error(name_node, "a loop variable is a name")
                 with self.guard(call):
-                    begin, extent = self._loop_range(start, stop)
+                    begin, extent = self._loop_range(ast.unparse(call.func), start, stop)
                 var = Var(name_node.id, extent.dtype)
                 self.vars.add(name_node.id, var)
                 self.roles[id(var)] = "a loop variable"
@@ -761,18 +780,16 @@ class TIRParser(Parser):
         return body
 
     @staticmethod
-    def _loop_range(start: Any, stop: Any) -> tuple[PrimExpr, PrimExpr]:
+    def _loop_range(what: str, start: Any, stop: Any) -> tuple[PrimExpr, PrimExpr]:
+        for bound in (start,) if stop is None else (start, stop):
+            if not T.is_index(bound):
+                kind = "extents" if stop is None else "bounds"
+                raise MLCError(f"{what} expects integer {kind}, got {bound!r}")
         if stop is None:
             extent = convert(start)
-            begin = (
-                make_const(0, extent.dtype) if extent.dtype.startswith(("int", "uint")) else None
-            )
-        else:
-            rng = Range(start, stop)
-            begin, extent = rng.min, rng.extent
-        if begin is None or not extent.dtype.startswith(("int", "uint")):
-            raise MLCError(f"loop bounds must be integers, got dtype {extent.dtype}")
-        return begin, extent
+            return make_const(0, extent.dtype), extent
+        rng = Range(start, stop)
+        return rng.min, rng.extent
 
     # ------------------------------------------------------------------ if
     def visit_If(self, node: ast.If) -> Stmt | None:
