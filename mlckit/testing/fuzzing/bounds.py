@@ -3,7 +3,8 @@
 Each case is a TVMScript function: one or two loops (maybe a reduction, maybe the first loop
 split with its ``T.where``, extents constant or symbolic: ``n``, ``n + 1``, ``n - 1``, ``m``)
 around one block that writes ``B`` from ``A`` read at shifted or scaled indices (``A[v + 1]``,
-``A[v - 1]``, ``A[v * 2]``, ``A[v // 2]``), maybe guarded as TVM pads
+``A[v - 1]``, ``A[v * 2]``, ``A[v // 2]``), maybe guarded as TVM pads (or by a guard one too
+loose)
 (``T.if_then_else(0 <= r < N, A[r], -1)``). The case runs its own loops in Python, so it knows
 which indices the program touches for the sizes it is run with, and what ``B`` must hold:
 
@@ -79,7 +80,9 @@ class Case:
     b_shape: list[Size]
     reads: list[Index]  # A's index on each axis, from the iter var of the same axis
     writes: list[Index]  # B's index on each axis
-    guarded: bool  # A is read only where its indices are inside A
+    # A is read only where ``0 <= index < dim + slack``: 0 keeps it inside A, 1 lets its end
+    # through; None: unguarded.
+    guard: int | None
     split: tuple[int, int] | None  # loop 0 split by a factor; predicate ``< extent + slack``
     target: str
     sizes: dict[str, int] = field(default_factory=dict)
@@ -94,8 +97,11 @@ class Case:
         a = [r.text(v) for r, v in zip(self.reads, names)]
         b = [w.text(v) for w, v in zip(self.writes, names)]
         load = f"A[{', '.join(a)}]"
-        if self.guarded:
-            inside = " and ".join(f"{r} >= 0 and {r} < {d.text()}" for r, d in zip(a, self.a_shape))
+        if self.guard is not None:
+            inside = " and ".join(
+                f"{r} >= 0 and {r} < {Size(d.const + self.guard, d.var).text()}"
+                for r, d in zip(a, self.a_shape)
+            )
             load = f"T.if_then_else({inside}, {load}, T.float32(-1))"
         store = f"B[{', '.join(b)}]"
         value = f"{store} + {load}" if self.reduce else f"{load} * T.float32(2) + T.float32(1)"
@@ -156,14 +162,15 @@ class Case:
             ran = True
             read = tuple(r.value(v) for r, v in zip(self.reads, point))
             write = tuple(w.value(v) for w, v in zip(self.writes, point))
-            inside_a = all(0 <= i < d for i, d in zip(read, a_shape))
+            slack = 0 if self.guard is None else self.guard
+            passes = self.guard is None or all(0 <= i < d + slack for i, d in zip(read, a_shape))
             if not all(0 <= i < d for i, d in zip(write, b_shape)):
                 return ran, True
-            if not inside_a and not self.guarded:
+            if passes and not all(0 <= i < d for i, d in zip(read, a_shape)):
                 return ran, True
             if b is None or a is None:
                 continue
-            loaded = a[read] if inside_a else np.float32(-1)
+            loaded = a[read] if passes else np.float32(-1)
             if self.reduce:
                 if point[-1] == 0:
                     b[write] = 0
@@ -231,7 +238,7 @@ def generate(rng: random.Random) -> Case:
         b_shape=b_shape,
         reads=reads,
         writes=writes,
-        guarded=rng.random() < 0.3,
+        guard=rng.choice([None, None, None, None, 0, 0, 1]),
         split=split,
         target="llvm" if rng.random() < LLVM_SHARE else "python",
     )
