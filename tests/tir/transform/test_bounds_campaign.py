@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from mlckit.testing.fuzzing.bounds import CAMPAIGN
 
 
-@settings(max_examples=80, deadline=None, derandomize=True, database=None)
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
 @given(st.randoms(use_true_random=False))
 def test_campaign(rng):
     trial = CAMPAIGN.trial(rng)
