@@ -8,7 +8,7 @@ from typing import Any
 
 from mlckit.errors import MLCError
 
-from .node import Node
+from .node import Node, check_str
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -17,6 +17,9 @@ class GlobalVar(Node):
 
     name_hint: str
     struct_info_: Any = field(default=None, kw_only=True, compare=False)
+
+    def __post_init__(self) -> None:
+        check_str(self.name_hint, "GlobalVar")
 
     def __repr__(self) -> str:
         return f'I.GlobalVar("{self.name_hint}")'

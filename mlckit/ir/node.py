@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from mlckit.errors import IRError
+
 
 @dataclass(frozen=True)
 class Span:
@@ -98,3 +100,10 @@ def _structural_fields_of(cls: type) -> tuple[str, ...]:
 def set_cached(node: Node, name: str, value: Any) -> None:
     """Fill a derived, non-structural slot of a node once (e.g. a relax Expr's struct_info_)."""
     object.__setattr__(node, name, value)
+
+
+def check_str(value: Any, what: str) -> str:
+    """``value`` when it is a string; an IRError naming the node ``what`` otherwise."""
+    if not isinstance(value, str):
+        raise IRError(f"{what} takes a string, got {type(value).__name__} ({value!r})")
+    return value

@@ -15,7 +15,7 @@ import numpy as np
 from mlckit.errors import IRError, MLCError, StructInfoError
 from mlckit.ir.dtype import check_dtype
 from mlckit.ir.module import BaseFunc, GlobalVar
-from mlckit.ir.node import Node
+from mlckit.ir.node import Node, check_str
 from mlckit.ir.op import Op
 from mlckit.tir.expr import PrimExpr
 from mlckit.tir.expr import convert as convert_prim
@@ -210,7 +210,7 @@ class StringImm(LeafExpr):
     value: str = ""
 
     def __init__(self, value: str, *, span: Any = None):
-        object.__setattr__(self, "value", _check_str(value, "relax.StringImm"))
+        object.__setattr__(self, "value", check_str(value, "relax.StringImm"))
         object.__setattr__(self, "struct_info_", ObjectStructInfo())
         object.__setattr__(self, "span", span)
 
@@ -256,7 +256,7 @@ class ExternFunc(LeafExpr):
     def __init__(
         self, global_symbol: str, struct_info: StructInfo | None = None, *, span: Any = None
     ):
-        object.__setattr__(self, "global_symbol", _check_str(global_symbol, "relax.ExternFunc"))
+        object.__setattr__(self, "global_symbol", check_str(global_symbol, "relax.ExternFunc"))
         object.__setattr__(self, "struct_info_", struct_info or FuncStructInfo.opaque_func())
         object.__setattr__(self, "span", span)
 
@@ -409,12 +409,6 @@ def _describe(expr: Any) -> str:
         name += f" {expr.name_hint}"
     sinfo = getattr(expr, "struct_info_", None)
     return f"{name} ({format_struct_info(sinfo)})" if sinfo is not None else name
-
-
-def _check_str(value: Any, what: str) -> str:
-    if not isinstance(value, str):
-        raise IRError(f"{what} takes a string, got {type(value).__name__} ({value!r})")
-    return value
 
 
 @dataclass(**_NODE)
