@@ -377,11 +377,12 @@ class PrimExprPrinter:
         if not (is_int(dtype) and is_int(value.dtype)):
             bounds = _dtype_bounds(dtype) if is_int(dtype) else None
             return _Printed(f"np.{dtype}({printed.text})", _PREC_ATOM, bounds, False)
-        if _within(printed.bounds, dtype) and "uint64" not in (dtype, value.dtype):
-            # The value is unchanged; a numpy scalar becomes a Python int, so that it never
-            # computes in its old, narrower dtype. (numba's int() keeps a uint64 a uint64,
-            # which would compare and mix with int64 wrongly: such casts take the helper.)
-            return _plain(printed)
+        if _within(printed.bounds, dtype):
+            # The value is unchanged, but a numpy scalar (a load) takes the new dtype, lest it
+            # compute in its old one: abs() of an int8 -128 stays -128 in int8.
+            if printed.plain:
+                return printed
+            return _Printed(f"np.{dtype}({printed.text})", _PREC_ATOM, printed.bounds, False)
         if not self.wrap_integers:
             return _Printed(f"np.{dtype}({printed.text})", _PREC_ATOM, _dtype_bounds(dtype), False)
         return self._wrapped(dtype, printed.text, printed.bounds)

@@ -335,6 +335,16 @@ def test_integer_semantics_of_the_issue():
         assert b.tolist() == (a.astype("int64") * 3).astype("int32").tolist()
 
 
+@pytest.mark.parametrize("target", ["python", "llvm"])
+def test_a_widened_value_computes_in_its_new_dtype(target):
+    """numba's int() keeps an int8 an int8: abs of an int8 -128 widened to int16 gave -128."""
+    a = te.placeholder((3,), "int8", name="A")
+    b = te.compute((3,), lambda i: tir.op.abs(tir.Cast("int16", a[i])), name="B")
+    out = np.zeros(3, "int16")
+    mlckit.build(te.create_prim_func([a, b]), target)["main"](np.array([-128, 5, -7], "int8"), out)
+    assert out.tolist() == [128, 5, 7]
+
+
 def test_index_arithmetic_over_constant_extents_carries_no_wrap():
     """Wrapping costs nothing where loop ranges prove an expression fits its dtype."""
 
