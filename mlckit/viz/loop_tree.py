@@ -93,6 +93,10 @@ class _LoopDrawer:
             text = f"{stmt.var.name_hint} = {style.prim_text(stmt.value)}"
             self._link(parent, node := self._plain("let", text))
             self.stmt(stmt.body, node, depth + 1)
+        elif isinstance(stmt, ts.AssertStmt):
+            text = f"assert {style.prim_text(stmt.condition)}"
+            self._link(parent, node := self._plain("assert", text))
+            self.stmt(stmt.body, node, depth + 1)
         elif isinstance(stmt, ts.Allocate):
             extents = style.dims_text(stmt.extents)
             text = (
