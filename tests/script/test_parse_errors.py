@@ -456,6 +456,30 @@ CASES = {
         3,
         "T.int32(value) takes a number or a TensorIR expression, got 'a'",
     ),
+    "R.Prim whose value has another dtype": (
+        RELAX + '    z: R.Prim("int64", T.int32(1)) = R.prim_value(T.int64(1))\n    return x\n',
+        ParseError,
+        3,
+        "R.Prim: the value is int32, the dtype says int64",
+    ),
+    "R.const of a string": (
+        RELAX + '    z = R.const("a", "float32")\n    return x\n',
+        ParseError,
+        3,
+        "R.const takes a number or (nested) lists of numbers, got 'a'",
+    ),
+    "R.const that does not fit its dtype": (
+        RELAX + '    z = R.const(300, "int8")\n    return x\n',
+        ParseError,
+        3,
+        "R.const: 300 is not exactly representable as int8",
+    ),
+    "float of a word": (
+        TIR + '    A[0, 0] = T.float32(float("shared"))\n',
+        ParseError,
+        3,
+        'float() takes a number or "inf", "-inf" or "nan", got \'shared\'',
+    ),
     "operator on unsupported operands": (
         TIR + "    A[0, 0] = A[0, 0] @ 2\n",
         ParseError,
@@ -539,6 +563,13 @@ CASES = {
         ParseError,
         4,
         "the bounds of a region of A are integers",
+    ),
+    "block iterator bound to a loop inside the block": (
+        TIR + '    with T.block("b"):\n        for k in range(4):\n'
+        "            vk = T.axis.spatial(4, k)\n",
+        ParseError,
+        5,
+        "uses 'k', which is defined inside block 'b'",
     ),
     "function buffer sized by a let variable": (
         TIR + '    m: T.int32 = 4\n    C = T.alloc_buffer((m,), "float32")\n',

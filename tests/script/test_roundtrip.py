@@ -155,3 +155,12 @@ def test_size_vars_round_trip():
     again = from_source(text)
     assert_structural_equal(again, func)
     assert isinstance(again.buffer_map[again.params[0]].shape[0], tir.SizeVar)
+
+
+def test_prim_struct_info_value_takes_its_dtype():
+    # R.Prim("int64", 1) held an int32 value under an int64 dtype, and printed as an int32.
+    func = from_source(
+        '@R.function\ndef f(p: R.Prim("int64", 1)) -> R.Prim("int64"):\n    return p\n'
+    )
+    assert func.params[0].struct_info.value.dtype == "int64"
+    assert_structural_equal(from_source(func.script()), func)

@@ -31,8 +31,17 @@ from mlckit.ir.module import GlobalVar
 
 from .evaluator import did_you_mean
 
+
+def _float(value: Any = 0.0) -> float:
+    """``float`` as TVMScript text uses it: ``float("inf")``, ``float("nan")``."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise MLCError(f'float() takes a number or "inf", "-inf" or "nan", got {value!r}') from None
+
+
 # The builtins TVMScript text may use: what the printer writes (`range(a, b)`, `float("inf")`).
-TEXT_BUILTINS: dict[str, Any] = {"range": range, "float": float}
+TEXT_BUILTINS: dict[str, Any] = {"range": range, "float": _float}
 # The names printed text relies on besides its own variables.
 SCRIPT_GLOBALS = frozenset({"T", "R", "I", "metadata", *TEXT_BUILTINS})
 

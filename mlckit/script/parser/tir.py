@@ -87,7 +87,6 @@ class _BlockFrame:
 class _Loop:
     min: PrimExpr
     extent: PrimExpr
-    block_depth: int
 
 
 @dataclass
@@ -160,6 +159,8 @@ class TIRParser(Parser):
         self.root_allocs: list[Buffer] = []
         # The buffers the function declares (by id): its parameters', allocated and matched.
         self.declared: set[int] = set()
+        # How many blocks enclose the definition of each loop, let and iterator variable.
+        self.defined_at: dict[int, int] = {}
         # The variables defined for the whole function (by id): parameters, symbolic ones.
         self.function_vars: set[int] = set()
         self.blocks: list[_BlockFrame] = []
@@ -262,9 +263,9 @@ class TIRParser(Parser):
     def lookup(self, name: str, node: ast.AST) -> Any:
         value = super().lookup(name, node)
         if isinstance(value, Var) and not self.binding_context:
-            loop = self.loops.get(id(value))
-            if loop is not None and loop.block_depth < len(self.blocks):
-                inner = self.blocks[loop.block_depth :]
+            depth = self.defined_at.get(id(value), len(self.blocks))
+            if id(value) in self.loops and depth < len(self.blocks):
+                inner = self.blocks[depth:]
                 if any(frame.iter_vars for frame in inner):
                     raise self.error(
                         node,
@@ -287,6 +288,7 @@ class TIRParser(Parser):
         for index, stmt in enumerate(stmts):
             result = self.visit_stmt(stmt)
             if isinstance(result, _Let):
+                self.defined_at[id(result.var)] = len(self.blocks)
                 with self.vars.frame():
                     self.vars.add(result.var.name_hint, result.var)
                     rest = self.parse_stmts(stmts[index + 1 :])
@@ -570,9 +572,19 @@ class TIRParser(Parser):
         # Iterators are bound to loop variables outside the block: evaluate them as such.
         self.binding_context = True
         try:
-            return self.bind_statement(node, marker)
+            bound = self.bind_statement(node, marker)
         finally:
             self.binding_context = False
+        values = [v for v in bound.values() if isinstance(v, (PrimExpr, Range, list, tuple))]
+        for var in collect_vars(values):
+            if self.defined_at.get(id(var), -1) >= len(self.blocks):
+                raise self.error(
+                    node,
+                    f"{marker.name} uses {var.name_hint!r}, which is defined inside block "
+                    f"{self.blocks[-1].name!r}; a block's iterators and its T.where are "
+                    "bound to the loops around the block",
+                )
+        return bound
 
     def _add_iter_var(
         self, frame: _BlockFrame, name: str, dom: Range, value: PrimExpr, kind: int
@@ -580,6 +592,7 @@ class TIRParser(Parser):
         var = Var(name, value.dtype)
         frame.iter_vars.append(IterVar(dom, var, kind))
         frame.iter_values.append(value)
+        self.defined_at[id(var)] = len(self.blocks)
         self.roles[id(var)] = "a block iterator"
         self.vars.add(name, var)
 
@@ -759,7 +772,8 @@ class TIRParser(Parser):
                 var = Var(name_node.id, extent.dtype)
                 self.vars.add(name_node.id, var)
                 self.roles[id(var)] = "a loop variable"
-                self.loops[id(var)] = _Loop(begin, extent, len(self.blocks))
+                self.loops[id(var)] = _Loop(begin, extent)
+                self.defined_at[id(var)] = len(self.blocks)
                 made.append((var, begin, extent, kind, thread, annotations))
             try:
                 body = _seq(self.parse_stmts(node.body))

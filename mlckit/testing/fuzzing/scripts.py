@@ -343,7 +343,8 @@ def _change_number(rng: random.Random, text: str) -> tuple[str, str]:
     token = _pick_token(rng, text, tokenize.NUMBER)
     if token is None:
         return _replace_token(rng, text)
-    new = rng.choice(NUMBERS)
+    # Half the time another small number, which keeps more programs valid.
+    new = rng.choice(NUMBERS) if rng.random() < 0.5 else str(rng.randint(0, 16))
     return _splice(text, token, new), f"number {token.string} at {token.start} -> {new}"
 
 
