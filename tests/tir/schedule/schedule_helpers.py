@@ -27,6 +27,32 @@ def mm_relu(
             C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
 
 
+@T.prim_func
+def row_normalize(A: T.Buffer((6, 10), "float32"), C: T.Buffer((6, 10), "float32")):
+    B = T.alloc_buffer((6,), "float32")
+    for i, k in T.grid(6, 10):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+    for i, j in T.grid(6, 10):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = A[vi, vj] / B[vi]
+
+
+def recomputed_row_sum():
+    """row_normalize with the row sum B computed at C's loop j: B runs once per element of
+    C, each time starting over under its own init."""
+    from mlckit import tir
+
+    sch = tir.Schedule(row_normalize)
+    _, j = sch.get_loops(sch.get_block("C"))
+    sch.compute_at(sch.get_block("B"), j)
+    return sch
+
+
 def run(mod, *arrays, target: str = "python"):
     """Run the module's only PrimFunc on copies of ``arrays``; return them (outputs filled)."""
     lib = mlckit.build(mod, target)

@@ -224,3 +224,22 @@ def test_blockize_starts_the_init_at_the_first_iteration_of_the_inner_reduction_
     init = sch.get(sch.get_block("B_rf_o")).init
     assert "k_0" not in init.script()
     assert_same_numerics(row_sum_13, sch.mod, [(7, 13), (7,)])
+
+
+@T.prim_func
+def row_sum_twice(A: T.Buffer((6, 10), "float32"), B: T.Buffer((6,), "float32")):
+    # Loop _r runs the whole reduction twice; B's init starts it over the second time.
+    for _r, i, k in T.grid(2, 6, 10):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+
+
+def test_blockize_refuses_to_start_a_repeated_reduction_once():
+    sch = tir.Schedule(row_sum_twice)
+    r, _, _ = sch.get_loops(sch.get_block("B"))
+    with pytest.raises(ScheduleError, match="blockize: block 'B' may compute an instance more"):
+        sch.blockize(r)
+    assert_structural_equal(sch.mod["main"], row_sum_twice)

@@ -255,3 +255,63 @@ def test_reverse_compute_at_refuses_a_strided_producer_tile():
     local = sch.cache_write(y, 0, "local")
     sch.reverse_compute_at(local, i2)
     assert_same_numerics(mm_relu, sch.mod, [(128, 128)] * 3)
+
+
+@T.prim_func
+def row_sum_13(A: T.Buffer((7, 13), "float32"), B: T.Buffer((7,), "float32")):
+    for i, k in T.grid(7, 13):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+
+
+def test_compute_at_carries_a_predicate_relating_iter_vars():
+    # After rfactor, B_rf has T.where(k_0 * 5 + k_1 < 13) with vk_0 = k_0, vk_1 = k_1: its new
+    # loops must keep it as vk_0 * 5 + vk_1 < 13, or B_rf reads A past its end.
+    sch = tir.Schedule(row_sum_13)
+    _, k = sch.get_loops(sch.get_block("B"))
+    k0, _ = sch.split(k, factors=[3, None])
+    sch.rfactor(k0, 0)
+    _, k0 = sch.get_loops(sch.get_block("B"))
+    sch.compute_at(sch.get_block("B_rf"), k0)
+    assert "T.where(k_0 * 5 + ax0 < 13)" in sch.mod.script()
+    assert_same_numerics(row_sum_13, sch.mod, [(7, 13), (7,)])
+
+
+@T.prim_func
+def padded(A: T.Buffer((4, 4), "float32"), P: T.Buffer((6, 6), "float32")):
+    B = T.alloc_buffer((4, 4), "float32")
+    for i, j in T.grid(4, 4):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(6, 6):
+        with T.block("P"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            P[vi, vj] = T.if_then_else(
+                vi >= 1 and vi < 5 and vj >= 1 and vj < 5, B[vi - 1, vj - 1], T.float32(0)
+            )
+
+
+def test_reverse_compute_at_refuses_to_leave_part_of_the_consumer_undone():
+    # Under B's loops, P would only write the 4x4 inside its border.
+    sch = tir.Schedule(padded)
+    _, j = sch.get_loops(sch.get_block("B"))
+    with pytest.raises(ScheduleError, match=r"iter var 'vi' over \[1, 4\] only, not .* \[0, 5\]"):
+        sch.reverse_compute_at(sch.get_block("P"), j)
+    assert_structural_equal(sch.mod["main"], padded)
+
+
+def test_reverse_compute_at_runs_the_consumer_only_where_a_repeated_producer_runs():
+    # A unit loop around B split by 4 repeats B's loops four times, B running in the first
+    # only; C under B's loop j must run then too, not read what B wrote repetitions earlier
+    # (buffer compaction allocates B per iteration of j).
+    sch = tir.Schedule(two_elementwise)
+    unit = sch.add_unit_loop(sch.get_loops(sch.get_block("B"))[0])
+    sch.split(unit, factors=[None, 4])
+    _, _, _, j = sch.get_loops(sch.get_block("B"))
+    sch.reverse_compute_at(sch.get_block("C"), j)
+    assert "T.where(u_1 < 1)" in sch.mod.script()  # on C
+    assert_same_numerics(two_elementwise, sch.mod, [(128, 128)] * 2)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from schedule_helpers import assert_same_numerics, mm_relu
+from schedule_helpers import assert_same_numerics, mm_relu, recomputed_row_sum, row_normalize
 
 from mlckit import tir
 from mlckit.backend import generate_function
@@ -115,3 +115,19 @@ def test_bad_decompositions_raise_and_leave_the_schedule_unchanged():
         lambda: sch.decompose_reduction(y, j),
         "decompose_reduction: loop 'j' is inside reduction loop 'k' of block 'Y'",
     )
+
+
+def test_decompose_refuses_a_reduction_recomputed_under_the_loop():
+    # Moved before loop j, B's init would run once per row, and B's terms add up 10 times.
+    sch = recomputed_row_sum()
+    assert_same_numerics(row_normalize, sch.mod, [(6, 10), (6, 10)])
+    block = sch.get_block("B")
+    _, j, _ = sch.get_loops(block)
+    before = sch.mod
+    with pytest.raises(ScheduleError, match="may compute an instance more than once"):
+        sch.decompose_reduction(block, j)
+    assert_structural_equal(sch.mod, before)
+    # Inside loop j every instance runs once per run of the loops left.
+    _, _, k = sch.get_loops(block)
+    sch.decompose_reduction(block, k)
+    assert_same_numerics(row_normalize, sch.mod, [(6, 10), (6, 10)])

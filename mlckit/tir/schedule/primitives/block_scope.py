@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Container, Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from mlckit.arith import Analyzer
 from mlckit.errors import ScheduleError
 
@@ -158,6 +160,132 @@ def at_first_iteration(
         analyzer.bind(lp.loop_var, loop_range(lp))
     starts = {lp.loop_var: lp.min for lp in loops if id(lp.loop_var) in first}
     return analyzer.simplify(substitute(predicate, starts))
+
+
+class NotEvaluable(Exception):
+    """Raised by :func:`evaluate` for what it cannot compute; the message says what."""
+
+
+# The integer and boolean operations evaluate() knows, as numpy functions.
+_NUMPY_OPS: dict[type, Any] = {
+    E.Add: np.add,
+    E.Sub: np.subtract,
+    E.Mul: np.multiply,
+    E.FloorDiv: np.floor_divide,
+    E.FloorMod: np.mod,
+    E.Min: np.minimum,
+    E.Max: np.maximum,
+    E.LT: np.less,
+    E.LE: np.less_equal,
+    E.GT: np.greater,
+    E.GE: np.greater_equal,
+    E.EQ: np.equal,
+    E.NE: np.not_equal,
+    E.And: np.logical_and,
+    E.Or: np.logical_or,
+}
+
+
+def evaluate(expr: E.PrimExpr, env: Mapping[int, Any]) -> Any:
+    """``expr`` on numpy arrays of integers (``env``: variable id -> array), with floor
+    division; raises NotEvaluable for anything else (a load, a call, a division by zero)."""
+    if isinstance(expr, E.Var):
+        if id(expr) not in env:
+            raise NotEvaluable(f"the variable {expr.name_hint!r}")
+        return env[id(expr)]
+    if isinstance(expr, E.IntImm):
+        return np.int64(expr.value)
+    if isinstance(expr, E.Not):
+        return np.logical_not(evaluate(expr.a, env))
+    op = _NUMPY_OPS.get(type(expr))
+    if op is None:
+        raise NotEvaluable(type(expr).__name__)
+    a, b = evaluate(expr.a, env), evaluate(expr.b, env)
+    if isinstance(expr, E.FloorDiv | E.FloorMod) and np.any(b == 0):
+        raise NotEvaluable("a division by zero")
+    return op(a, b)
+
+
+# Most iterations check_reduced_once enumerates; beyond, it judges affine bindings only.
+_MAX_ENUMERATED = 1 << 20
+
+
+def check_reduced_once(kind: str, realize: S.BlockRealize, loops: Sequence[S.For]) -> None:
+    """Raise unless each instance of the reduction block ``realize`` runs at most once per
+    run of ``loops`` (the loops between where its init is going and the block).
+
+    Under its own T.init() a block that runs an instance again starts that element over (the
+    init runs on every first reduction iteration), so recomputing it under a consumer's
+    loop is harmless. An init moved out of those loops runs once: an instance that runs
+    again would add its term twice.
+    """
+    once = _enumerated_once(realize, loops)
+    if once is None:
+        once = _affine_injective(realize.iter_values, loops)
+    if not once:
+        raise ScheduleError(
+            f"{kind}: block {realize.block.name_hint!r} may compute an instance more than once "
+            "under the loops its init would leave (it is recomputed there, e.g. under a "
+            "consumer's loop after compute_at, or its bindings are not affine in them); "
+            "with its init moved out, a repeated instance would add its term again"
+        )
+
+
+def _enumerated_once(realize: S.BlockRealize, loops: Sequence[S.For]) -> bool | None:
+    """Whether the block's instances under ``loops`` are distinct, found by running through
+    the iterations (those its predicate lets through); None when they are too many or not
+    computable. Variables from outside the loops are fixed within them; their first values
+    stand for all (exact for affine bindings, which shifting does not change)."""
+    if not all(isinstance(lp.extent, E.IntImm) for lp in loops):
+        return None
+    extents = [lp.extent.value for lp in loops]
+    if int(np.prod(extents, dtype=np.int64)) > _MAX_ENUMERATED:
+        return None
+    grid = np.indices(extents, dtype=np.int64).reshape(len(loops), -1)
+    env: dict[int, Any] = {id(lp.loop_var): grid[i] for i, lp in enumerate(loops)}
+    exprs = [realize.predicate, *realize.iter_values]
+    for expr in exprs:
+        env.update({id(v): np.int64(0) for v in collect_vars(expr) if id(v) not in env})
+    try:
+        runs, *points = (np.broadcast_to(evaluate(e, env), grid.shape[1:]) for e in exprs)
+    except NotEvaluable:
+        return None
+    runs = runs.astype(bool)  # a constant predicate evaluates to the integer 1
+    instances = np.stack(points)[:, runs] if points else np.zeros((0, int(runs.sum())))
+    return np.unique(instances, axis=1).shape[1] == instances.shape[1]
+
+
+def _affine_injective(values: Sequence[E.PrimExpr], loops: Sequence[S.For]) -> bool:
+    """Whether ``values`` are affine in ``loops`` with constant steps, each loop of more than
+    one iteration feeds exactly one value, and per value the loops nest like the digits of a
+    mixed-radix number (each step past the span of the smaller ones, which needs their
+    extents): then distinct iterations give distinct values."""
+    analyzer = Analyzer()
+    extent = {id(lp.loop_var): lp.extent for lp in loops if not E.is_const_int(lp.extent, 1)}
+    fed: set[int] = set()
+    for value in values:
+        digits = []
+        for var in collect_vars(value):
+            if id(var) not in extent:
+                continue
+            if id(var) in fed:
+                return False
+            fed.add(id(var))
+            step = analyzer.simplify(substitute(value, {var: var + 1}) - value)
+            if not isinstance(step, E.IntImm) or step.value == 0:
+                return False
+            count = extent[id(var)]
+            digits.append((abs(step.value), count.value if isinstance(count, E.IntImm) else None))
+        span = 0
+        digits.sort(key=lambda digit: digit[0])
+        for i, (step, count) in enumerate(digits):
+            if step <= span:
+                return False
+            if i + 1 < len(digits):  # the largest digit's count does not matter
+                if count is None:
+                    return False
+                span += step * (count - 1)
+    return fed == set(extent)
 
 
 def used_vars(node: Any) -> set[int]:

@@ -22,6 +22,7 @@ from ...stmt_functor import substitute
 from ..schedule import BlockRV, LoopRV, Schedule, primitive
 from .block_scope import (
     at_first_iteration,
+    check_reduced_once,
     child_blocks,
     loop_range,
     path_to,
@@ -106,6 +107,7 @@ def blockize(sch: Schedule, target_loop: LoopRV) -> BlockRV:
         analyzer.bind(iv.var, iv.dom)
     init = None
     if moved.init is not None:
+        check_reduced_once("blockize", realize, inner_loops)
         init = _outer_init(moved.init, inner_realize, inner_loops, sch, block.name_hint)
     name = unique_block_name(sch, f"{block.name_hint}_o")
     outer_block = S.Block(

@@ -22,7 +22,14 @@ from ...analysis import collect_vars
 from ...buffer import BufferRegion
 from ...stmt_functor import StmtExprMutator, substitute
 from ..schedule import BlockRV, LoopRV, Schedule, _path_to, _walk_until_block, primitive
-from .block_scope import insert_stmt, loop_range, relax_region, scope_block
+from .block_scope import (
+    insert_stmt,
+    loop_range,
+    relax_region,
+    same_expr,
+    scope_block,
+    used_vars,
+)
 
 Edit = Callable[[S.Stmt], list[S.Stmt]]
 
@@ -154,7 +161,12 @@ def _move_under_loop(
 
     own = block.writes if forward else block.reads
     ranges = _iter_ranges(kind, analyzer, block, own, regions, exact=not forward)
-    nest = _loop_nest(analyzer, block, ranges, preserve_unit_loops)
+    outer = [*sch.loops_above(target), target]
+    conditions = _carried_predicate(kind, sch, realize, outer)
+    if not forward:
+        _check_covered(name, loop_name, block, ranges, outer)
+        conditions += _producers_running(name, loop_name, required, outer)
+    nest = _loop_nest(analyzer, block, ranges, preserve_unit_loops, conditions)
 
     def insert(stmt: S.Stmt) -> list[S.Stmt]:
         loop = cast(S.For, stmt)  # the rebuilt ``target``: a mutator rebuilds a For as a For
@@ -335,16 +347,120 @@ def _iter_ranges(
     return ranges
 
 
+def _carried_predicate(
+    kind: str, sch: Schedule, realize: S.BlockRealize, outer: list[S.For]
+) -> list[E.PrimExpr]:
+    """The conditions of the moved block's predicate that its new loops must keep, in terms
+    of its iter vars (and of the loops it stays under).
+
+    A conjunct that bounds a binding to its iter var's domain (``i_0 * 4 + i_1 < 7`` for
+    ``vi = i_0 * 4 + i_1`` of extent 7) is implied by the new loops, which run over the
+    domains. Others relate iter vars (``k_0 * 5 + k_1 < 13`` after an rfactor binds ``vk_0`` to
+    ``k_0`` and ``vk_1`` to ``k_1``): they are carried over by substituting the iter vars for
+    their loops, and a conjunct that cannot be put in terms of them is refused."""
+    block = realize.block
+    bindings = list(zip(block.iter_vars, realize.iter_values))
+    loop_to_iter = {value: iv.var for iv, value in bindings if isinstance(value, E.Var)}
+    staying = {id(lp.loop_var) for lp in outer}
+    leaving = {id(lp.loop_var) for lp in sch.loops_above(realize)} - staying
+    domains = Analyzer()
+    for iv in block.iter_vars:
+        domains.bind(iv.var, iv.dom)
+    carried = []
+    for cond in _conjuncts(realize.predicate):
+        if isinstance(cond, E.CmpExpr):
+            sides = [
+                next((iv.var for iv, value in bindings if same_expr(side, value)), side)
+                for side in (cond.a, cond.b)
+            ]
+            cond = type(cond)(*sides)
+        cond = substitute(cond, loop_to_iter)
+        if domains.can_prove(cond):
+            continue
+        loose = [v.name_hint for v in collect_vars(cond) if id(v) in leaving]
+        if loose:
+            raise ScheduleError(
+                f"{kind}: the predicate {cond.script()} of block {block.name_hint!r} uses "
+                f"loop {loose[0]!r}, which it leaves, in a way its iter vars cannot express"
+            )
+        carried.append(cond)
+    return carried
+
+
+def _producers_running(
+    name: str, loop_name: str, producers: Sequence[S.BlockRealize], outer: list[S.For]
+) -> list[E.PrimExpr]:
+    """The conditions under which the producers run at all in an iteration of the target
+    loop, on loops around it that feed none of their iter vars (a unit loop split past its
+    extent repeats them, with a predicate that lets only the first repetition through). The
+    consumer runs under the same conditions: in a repetition the producers skip, it would
+    read what they wrote in another iteration, which buffer compaction does not keep."""
+    around = {id(lp.loop_var) for lp in outer}
+    found = []
+    for producer in producers:
+        idle = around - used_vars(producer.iter_values)
+        found.append([c for c in _conjuncts(producer.predicate) if used_vars(c) <= idle])
+    for other in found[1:]:
+        if len(other) != len(found[0]) or not all(map(same_expr, other, found[0])):
+            raise ScheduleError(
+                f"reverse_compute_at: the producers of block {name} run under different "
+                f"conditions in the iterations of loop {loop_name}"
+            )
+    return found[0] if found else []
+
+
+def _check_covered(
+    name: str,
+    loop_name: str,
+    block: S.Block,
+    ranges: Sequence[tuple[E.PrimExpr, E.PrimExpr]],
+    outer: list[S.For],
+) -> None:
+    """Over all iterations of the target loop (and the loops around it), the consumer must
+    still run over its whole domain: a padding block that reads its producer only inside the
+    border would otherwise never write the border."""
+    analyzer = Analyzer()
+    dom = {lp.loop_var: loop_range(lp) for lp in outer}
+    for iv, (lo, hi) in zip(block.iter_vars, ranges):
+        first, last = analyzer.int_set(lo, dom).min_value, analyzer.int_set(hi, dom).max_value
+        end = iv.dom.min + iv.dom.extent - 1
+        if (
+            first is None
+            or last is None
+            or not analyzer.can_prove(first <= iv.dom.min)
+            or not analyzer.can_prove(last >= end)
+        ):
+            span = f"[{_text(first)}, {_text(last)}]"
+            raise ScheduleError(
+                f"reverse_compute_at: under loop {loop_name}, block {name} would run iter var "
+                f"{iv.var.name_hint!r} over {span} only, not its whole domain "
+                f"[{iv.dom.min.script()}, {analyzer.simplify(end).script()}]: the rest of "
+                "what it computes does not come from the producers there"
+            )
+
+
+def _text(value: E.PrimExpr | None) -> str:
+    return "?" if value is None else value.script()
+
+
+def _conjuncts(cond: E.PrimExpr) -> list[E.PrimExpr]:
+    if isinstance(cond, E.And):
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    return [] if E.is_true(cond) else [cond]
+
+
 def _loop_nest(
     analyzer: Analyzer,
     block: S.Block,
     ranges: Sequence[tuple[E.PrimExpr, E.PrimExpr]],
     preserve_unit_loops: bool,
+    conditions: Sequence[E.PrimExpr],
 ) -> S.Stmt:
     """Loops ``ax0, ax1, ...`` over ``ranges`` around a realize of ``block`` bound to them.
 
     Where a range may stick out of its iter var's domain (a consumer tile past the end of a
-    non-dividing split), the realize gets a predicate keeping the iter var inside.
+    non-dividing split), the realize gets a predicate keeping the iter var inside; it also
+    keeps ``conditions`` (on the iter vars, which it binds, and on the loops around).
     """
     loops: list[tuple[E.Var, E.PrimExpr, E.PrimExpr]] = []
     values: list[E.PrimExpr] = []
@@ -364,6 +480,8 @@ def _loop_nest(
             guards.append(dom_lo <= value)
         if not analyzer.can_prove(hi < dom_end):
             guards.append(value < dom_end)
+    own = {iv.var: value for iv, value in zip(block.iter_vars, values)}
+    guards += [substitute(cond, own) for cond in conditions]
     predicate: E.PrimExpr = E.convert(True)
     for guard in guards:
         predicate = guard if E.is_true(predicate) else E.And(predicate, guard)

@@ -24,7 +24,7 @@ from ... import stmt as S
 from ...buffer import Buffer, BufferRegion
 from ...stmt_functor import StmtExprMutator, substitute
 from ..schedule import BlockRV, Schedule, _walk, primitive
-from .block_scope import used_vars
+from .block_scope import NotEvaluable, evaluate, used_vars
 
 # Largest buffer whose map is checked element by element; beyond it only permutations pass.
 _MAX_CHECKED_ELEMENTS = 1 << 24
@@ -173,7 +173,13 @@ def _new_shape(
             )
         grid = np.indices(old, dtype=np.int64).reshape(len(old), -1)
         env = {id(p): grid[k] for k, p in enumerate(params)}
-        places = [np.broadcast_to(_evaluate(out, env, where), grid.shape[1:]) for out in outputs]
+        try:
+            places = [np.broadcast_to(evaluate(out, env), grid.shape[1:]) for out in outputs]
+        except NotEvaluable as err:
+            raise ScheduleError(
+                f"transform_layout: index_map for {where} cannot be evaluated on the indices "
+                f"({err}); use + - * // % min max of the indices and integer constants"
+            ) from None
         flat = np.ravel_multi_index(places, new)
         if len(np.unique(flat)) != flat.size:
             raise ScheduleError(
@@ -193,33 +199,6 @@ def _new_shape(
             "are accepted"
         )
     return shape
-
-
-def _evaluate(expr: E.PrimExpr, env: dict[int, np.ndarray], where: str) -> Any:
-    """``expr`` on numpy arrays of indices (integer arithmetic with floor division)."""
-    if isinstance(expr, E.Var) and id(expr) in env:
-        return env[id(expr)]
-    if isinstance(expr, E.IntImm):
-        return np.int64(expr.value)
-    ops = {
-        E.Add: np.add,
-        E.Sub: np.subtract,
-        E.Mul: np.multiply,
-        E.FloorDiv: np.floor_divide,
-        E.FloorMod: np.mod,
-        E.Min: np.minimum,
-        E.Max: np.maximum,
-    }
-    op = ops.get(type(expr))
-    if op is None:
-        raise ScheduleError(
-            f"transform_layout: index_map for {where} uses {type(expr).__name__}; only + - * "
-            "// % min max of the indices and integer constants are supported"
-        )
-    b = _evaluate(expr.b, env, where)
-    if isinstance(expr, E.FloorDiv | E.FloorMod) and np.any(b == 0):
-        raise ScheduleError(f"transform_layout: index_map for {where} divides by zero")
-    return op(_evaluate(expr.a, env, where), b)
 
 
 class _Relayout(StmtExprMutator):

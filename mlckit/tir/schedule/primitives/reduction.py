@@ -15,7 +15,7 @@ from ... import stmt as S
 from ...analysis import collect_vars, infer_block_regions
 from ...stmt_functor import substitute
 from ..schedule import BlockRV, LoopRV, Schedule, primitive
-from .block_scope import at_first_iteration
+from .block_scope import at_first_iteration, check_reduced_once
 from .compute_location import edit_function
 
 
@@ -53,6 +53,7 @@ def decompose_reduction(sch: Schedule, block: BlockRV, loop: LoopRV) -> BlockRV:
                 f"{outer.loop_var.name_hint!r} of block {name}; the init must go before every "
                 "reduction loop"
             )
+    check_reduced_once(kind, realize, loops[position:])
 
     spatial = [
         (iv, value)
