@@ -15,9 +15,11 @@ value may leave the dtype; an operation on numpy scalars takes their ``int()`` f
 it never overflows under CPython. Where a sum or product may leave 64 bits, its operands go
 through ``u64``: plain integers under CPython, uint64 under numba (whose int64 arithmetic
 assumes it never overflows). The printer tracks the bounds of every integer expression (loop
-variables by their ranges, loaded values by their dtype, symbolic dims from 0 to
-:data:`MAX_DIM`), so index arithmetic carries no wrap at all. (One quotient has no defined
-value: ``INT64_MIN // -1`` traps in C; numba gives 0.)
+variables by their ranges, symbolic dims as non-negative, loaded values by their dtype), so
+index arithmetic over constant extents carries no wrap. int64 index arithmetic (on loop
+variables, shapes and constants only) stays exact, as TVM's LLVM code assumes it never
+overflows: no array is that large. (One quotient has no defined value: ``INT64_MIN // -1``
+traps in C; numba gives 0.)
 
 **User text** never reaches the source as code: identifiers go through the NameSupply
 (sanitized, uniquified, never a keyword or a name the module uses), and any other text, a block
@@ -39,11 +41,6 @@ from mlckit.tir import expr as E
 from mlckit.tir import stmt as S
 from mlckit.tir.buffer import Buffer, BufferRegion
 from mlckit.tir.function import PrimFunc
-
-# The largest symbolic dimension the bounds assume: a non-empty array cannot have more elements
-# on a 64-bit machine (its addresses have 48 bits), and so index arithmetic over symbolic int64
-# shapes (``i * 128 + k``) needs no wrap.
-MAX_DIM = 2**48
 
 # The longest name a generated function takes (numba's cache file names include it).
 MAX_FUNCTION_NAME = 64
@@ -111,6 +108,8 @@ class _Printed(NamedTuple):
     bounds: tuple[int, int] | None = None
     # Under CPython the text gives a plain Python value, never a numpy scalar (a load).
     plain: bool = True
+    # The bounds depend on sizes known only when the kernel runs (symbolic dims).
+    symbolic: bool = False
 
 
 def _dtype_bounds(dtype: str) -> tuple[int, int]:
@@ -174,7 +173,9 @@ def _union(a: tuple[int, int] | None, b: tuple[int, int] | None) -> tuple[int, i
 def _plain(printed: _Printed) -> _Printed:
     """``printed`` as a plain Python integer under CPython (numba's ``int`` keeps the type)."""
     return (
-        printed if printed.plain else _Printed(f"int({printed.text})", _PREC_ATOM, printed.bounds)
+        printed
+        if printed.plain
+        else printed._replace(text=f"int({printed.text})", prec=_PREC_ATOM, plain=True)
     )
 
 
@@ -217,8 +218,9 @@ class PrimExprPrinter:
         self.wrap_integers = wrap_integers
         # Block iter vars bound directly to a loop variable are replaced by it.
         self.substitution: dict[int, E.PrimExpr] = {}
-        # The bounds of the integer variables the code defines (loops, lets, symbolic dims).
-        self.var_bounds: dict[int, tuple[int, int]] = {}
+        # The bounds of the integer variables the code defines (loops, lets, symbolic dims),
+        # and whether they depend on symbolic dims; a variable not in it may take any value.
+        self.var_bounds: dict[int, tuple[tuple[int, int] | None, bool]] = {}
         self.helpers: set[str] = set()
 
     def substitute(self, value: E.PrimExpr) -> E.PrimExpr:
@@ -234,19 +236,19 @@ class PrimExprPrinter:
     def expr(self, node: E.PrimExpr) -> str:
         return self._expr(node).text
 
-    def bounds(self, node: E.PrimExpr) -> tuple[int, int] | None:
-        """What the exact value of the integer expression ``node`` may be, as printed."""
-        return self._expr(node).bounds
-
     def _expr(self, node: E.PrimExpr) -> _Printed:
         if isinstance(node, E.Var):
             target = self.substitution.get(id(node))
             if target is not None:
                 return self._expr(target)
-            bounds = self.var_bounds.get(id(node))
-            if bounds is None and (is_int(node.dtype) or node.dtype == "bool"):
-                bounds = _dtype_bounds(node.dtype)
-            return _Printed(self.names.get(node, node.name_hint), _PREC_ATOM, bounds)
+            name = self.names.get(node, node.name_hint)
+            known = self.var_bounds.get(id(node))
+            if known is not None:
+                return _Printed(name, _PREC_ATOM, known[0], True, known[1])
+            integer = is_int(node.dtype) or node.dtype == "bool"
+            return _Printed(
+                name, _PREC_ATOM, _dtype_bounds(node.dtype) if integer else None, True, integer
+            )
         if isinstance(node, E.IntImm):
             bounds = (node.value, node.value)
             if node.dtype == "bool":
@@ -330,17 +332,25 @@ class PrimExprPrinter:
         the exact value; a sum, difference or product that may leave 64 bits, where numba's
         int64 arithmetic has no defined result, computes on ``u64`` operands."""
         plain = all(op.plain for op in operands)
+        symbolic = any(op.symbolic for op in operands)
+        exact = _Printed(compose(operands), prec, bounds, plain, symbolic)
+        if not (self.wrap_integers and is_int(dtype)):
+            return exact
         fits, fits_int64 = _within(bounds, dtype), _within(bounds, "int64")
-        if not (self.wrap_integers and is_int(dtype)) or (fits and (fits_int64 or not ring)):
-            return _Printed(compose(operands), prec, bounds, plain)
         if not fits and bounds is not None and bounds[0] == bounds[1]:
             return self._wrapped(dtype, "", bounds)  # a constant
+        # int64 index arithmetic over symbolic shapes stays exact, as TVM's LLVM code assumes
+        # it never overflows: no array is that large.
+        if (fits and (fits_int64 or not ring)) or (dtype == "int64" and plain and symbolic):
+            return exact
         if ring and not fits_int64:
             self.helpers.add("u64")
-            text = compose([_Printed(f"u64({op.text})", _PREC_ATOM, op.bounds) for op in operands])
+            text = compose(
+                [op._replace(text=f"u64({op.text})", prec=_PREC_ATOM) for op in operands]
+            )
         else:
             text = compose([_plain(op) for op in operands])
-        return _Printed(text, prec, bounds, plain) if fits else self._wrapped(dtype, text, bounds)
+        return exact._replace(text=text) if fits else self._wrapped(dtype, text, bounds)
 
     def _wrap(self, printed: _Printed, min_prec: int) -> str:
         return f"({printed.text})" if printed.prec < min_prec else printed.text
@@ -357,7 +367,8 @@ class PrimExprPrinter:
             f"{self._wrap(a, _PREC_TERNARY + 1)} if {self._wrap(c, _PREC_TERNARY + 1)} "
             f"else {self._wrap(b, _PREC_TERNARY)}"
         )
-        return _Printed(text, _PREC_TERNARY, _union(a.bounds, b.bounds), a.plain and b.plain)
+        bounds = _union(a.bounds, b.bounds)
+        return _Printed(text, _PREC_TERNARY, bounds, a.plain and b.plain, a.symbolic or b.symbolic)
 
     def _wrapped(self, dtype: str, text: str, bounds: tuple[int, int] | None) -> _Printed:
         """``text`` wrapped to ``dtype``, whose range its exact value (within ``bounds``) may
@@ -379,10 +390,13 @@ class PrimExprPrinter:
             return _Printed(f"np.{dtype}({printed.text})", _PREC_ATOM, bounds, False)
         if _within(printed.bounds, dtype):
             # The value is unchanged, but a numpy scalar (a load) takes the new dtype, lest it
-            # compute in its old one: abs() of an int8 -128 stays -128 in int8.
-            if printed.plain:
+            # compute in its old one: abs() of an int8 -128 stays -128 in int8. So does a uint64,
+            # which numba would otherwise mix with int64 (in float64, for a select).
+            if printed.plain and dtype != "uint64":
                 return printed
-            return _Printed(f"np.{dtype}({printed.text})", _PREC_ATOM, printed.bounds, False)
+            return printed._replace(
+                text=f"np.{dtype}({printed.text})", prec=_PREC_ATOM, plain=False
+            )
         if not self.wrap_integers:
             return _Printed(f"np.{dtype}({printed.text})", _PREC_ATOM, _dtype_bounds(dtype), False)
         return self._wrapped(dtype, printed.text, printed.bounds)
@@ -464,7 +478,7 @@ class PythonCodegen(PrimExprPrinter):
             if not new_vars:
                 continue
             for dim in new_vars:
-                self.var_bounds[id(dim)] = (0, min(_dtype_bounds(dim.dtype)[1], MAX_DIM))
+                self.var_bounds[id(dim)] = ((0, _dtype_bounds(dim.dtype)[1]), True)
             if len(new_vars) == len(dims) and len({id(d) for d in dims}) == len(dims):
                 targets = ", ".join(self.names.get(d, d.name_hint) for d in dims)
                 self.emit(f"{targets}{',' if len(dims) == 1 else ''} = {array}.shape")
@@ -548,17 +562,15 @@ class PythonCodegen(PrimExprPrinter):
             end = self._expr(E.Add(node.min, node.extent))
             text = f"{begin.text}, {end.text}"
         if begin.bounds is not None and end.bounds is not None:
-            self.var_bounds[id(node.loop_var)] = (
-                begin.bounds[0],
-                max(begin.bounds[0], end.bounds[1] - 1),
-            )
+            bounds = (begin.bounds[0], max(begin.bounds[0], end.bounds[1] - 1))
+            self.var_bounds[id(node.loop_var)] = (bounds, begin.symbolic or end.symbolic)
         return text
 
     def assign(self, var: E.Var, value: E.PrimExpr) -> None:
         """``var = value``; the variable takes the value's bounds."""
         printed = self._expr(value)
         if printed.bounds is not None:
-            self.var_bounds[id(var)] = printed.bounds
+            self.var_bounds[id(var)] = (printed.bounds, printed.symbolic)
         self.emit(f"{self.names.get(var, var.name_hint)} = {printed.text}")
 
     def stmt_BlockRealize(self, node: S.BlockRealize) -> None:

@@ -219,14 +219,15 @@ class CudaCodegen(PythonCodegen):
             return
         tag = node.thread_binding.thread_tag  # type: ignore[union-attr]
         launched = self.launch.extents[tag]
-        begin, threads = self._expr(node.min), self.bounds(launched)
+        begin, threads = self._expr(node.min), self._expr(launched)
         index = f"cuda.{tag}"
         if not E.is_const_int(node.min, 0):
             index = f"{self._wrap(begin, _PREC_ADD)} + {index}"
         self.emit(f"{var} = {index}")
-        if begin.bounds is not None and threads is not None:
+        if begin.bounds is not None and threads.bounds is not None:
             # The thread's index runs over the launched extent, from the loop's start.
-            self.var_bounds[id(node.loop_var)] = (begin.bounds[0], begin.bounds[1] + threads[1] - 1)
+            bounds = (begin.bounds[0], begin.bounds[1] + threads.bounds[1] - 1)
+            self.var_bounds[id(node.loop_var)] = (bounds, begin.symbolic or threads.symbolic)
         if _same(node.extent, launched):
             self.stmt(node.body)
             return

@@ -345,6 +345,22 @@ def test_a_widened_value_computes_in_its_new_dtype(target):
     assert out.tolist() == [128, 5, 7]
 
 
+def test_uint64_values_above_int64_stay_uint64_under_numba():
+    """numba computes a loop index in int64, and a select between it and a uint64 in float64
+    (2**63 + 1 became 2**63): an index cast to uint64 must be a uint64."""
+    a = te.placeholder((2,), "uint64", name="A")
+
+    def select(i):
+        index = tir.Cast("uint64", i)
+        return tir.Select(a[i] > index, a[i], index)
+
+    b = te.compute((2,), select)
+    out = np.zeros(2, "uint64")
+    big = np.array([2**63 + 1, 0], "uint64")
+    mlckit.build(te.create_prim_func([a, b]), "llvm")["main"](big, out)
+    assert out.tolist() == [2**63 + 1, 1]
+
+
 def test_index_arithmetic_over_constant_extents_carries_no_wrap():
     """Wrapping costs nothing where loop ranges prove an expression fits its dtype."""
 
@@ -359,6 +375,20 @@ def test_index_arithmetic_over_constant_extents_carries_no_wrap():
     source = generate_function(shifted, "shifted").source
     assert "vi = io * 4 + ii" in source and "B[vi, j] = A[vi, j * 2 + 1]" in source
     assert "wrap" not in source and "int(" not in source
+
+    # int64 index arithmetic over symbolic shapes stays exact, as in TVM.
+    @T.prim_func
+    def flatten(a: T.handle, b: T.handle):
+        n, m = T.int64(), T.int64()
+        A = T.match_buffer(a, (n, m), "float32")
+        B = T.match_buffer(b, (n * m,), "float32")
+        for i, j in T.grid(n, m):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi * m + vj] = A[vi, vj]
+
+    source = generate_function(flatten, "flatten").source
+    assert "B[i * m + j] = A[i, j]" in source and "wrap" not in source
 
 
 @pytest.mark.parametrize("target", ["python", "llvm"])
