@@ -521,6 +521,12 @@ CASES = {
         5,
         "the value of 'callee' holds a GlobalVar",
     ),
+    "block attribute beyond int64": (
+        TIR + '    with T.block("b"):\n        T.block_attr({"n": 2**64})\n',
+        ParseError,
+        4,
+        "the value of 'n' holds the int 18446744073709551616",
+    ),
     "loop annotation holding a function": (
         TIR + '    for i in T.serial(4, annotations={"f": T.exp}):\n        pass\n',
         ParseError,

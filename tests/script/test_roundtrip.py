@@ -164,3 +164,15 @@ def test_prim_struct_info_value_takes_its_dtype():
     )
     assert func.params[0].struct_info.value.dtype == "int64"
     assert_structural_equal(from_source(func.script()), func)
+
+
+def test_a_function_used_as_a_value_round_trips():
+    # `return main` binds the GlobalVar; it printed as `gv: R.Callable(...) = cls.main`, which
+    # did not parse back.
+    mod = from_source(
+        "@I.ir_module\nclass Module:\n    @R.function\n"
+        '    def main(x: R.Tensor((3,), "float32")):\n        return main\n'
+    )
+    text = mod.script()
+    assert "= cls.main" in text
+    assert_structural_equal(from_source(text), mod)

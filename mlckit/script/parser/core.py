@@ -329,6 +329,8 @@ def _unprintable(value: Any) -> Any:
     """The part of an attribute value that does not print as text that reads back, or None."""
     from mlckit.tir.expr import PrimExpr
 
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        return value  # attributes are int64, as in TVM
     if value is None or isinstance(value, (numbers.Number, np.bool_, str, PrimExpr)):
         return None
     if isinstance(value, (list, tuple)):

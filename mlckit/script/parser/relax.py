@@ -312,7 +312,10 @@ class RelaxParser(Parser):
             raise self.error(target, "a relax binding assigns a name")
         if isinstance(value, (tuple, list)) and any(isinstance(v, Expr) for v in value):
             value = Tuple(list(value))
-        if not isinstance(value, Expr):
+        # `f = cls.g` names the function; `f: R.Callable(...) = cls.g`, as a function used as a
+        # value prints, binds it.
+        bound = isinstance(value, Expr) or (isinstance(value, GlobalVar) and sinfo is not None)
+        if not bound:
             if sinfo is not None:
                 raise self.error(
                     value_node, "only relax expressions can have a struct info annotation"

@@ -9,10 +9,11 @@ an injection payload (:func:`~mlckit.testing.fuzzing.canary_payload` and other w
 script: ``__import__``, dunder chains, lambdas, imports, ...).
 
 The verdict: the text is ACCEPTED when it parses and printing the result and parsing that again
-gives a structurally equal program; REJECTED when parsing raises an MLCError located in the
-text (``<string>``, line > 0). A printed program that does not parse back, or parses to
-something else, is a WRONG result; an unlocated error or a Python exception is RAW; a tripped
-canary is CODE_RUN. No program is built: the parser and the printer are what is tried.
+gives a structurally equal program, which prints the same text; REJECTED when parsing raises an
+MLCError located in the text (``<string>``, line > 0). A printed program that does not parse
+back, or parses to something else, is a WRONG result; an unlocated error or a Python exception
+is RAW; a tripped canary is CODE_RUN. No program is built: the parser and the printer are what
+is tried.
 """
 
 from __future__ import annotations
@@ -463,6 +464,8 @@ def round_trip(text: str) -> None:
     try:
         again = from_source(printed)
         assert_structural_equal(again, program)
+        if again.script(show_meta=True) != printed:
+            raise WrongResult(f"the program prints differently once parsed again:\n{printed}")
     except StructuralMismatchError as err:
         raise WrongResult(f"the printed program parses to another one: {err}\n{printed}") from None
     except MLCError as err:
