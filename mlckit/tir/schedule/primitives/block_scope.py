@@ -146,6 +146,32 @@ def add_alloc(sch: Schedule, inside: S.Stmt, buffer: Buffer) -> None:
     sch.replace(scope, scope.with_fields(alloc_buffers=(*scope.alloc_buffers, buffer)))
 
 
+def conjuncts(cond: E.PrimExpr) -> list[E.PrimExpr]:
+    """The conditions ``cond`` and-s together (none for True)."""
+    if isinstance(cond, E.And):
+        return conjuncts(cond.a) + conjuncts(cond.b)
+    return [] if E.is_true(cond) else [cond]
+
+
+def conjunction(conds: Sequence[E.PrimExpr]) -> E.PrimExpr:
+    """``conds`` and-ed together, True for none."""
+    result: E.PrimExpr = E.const(True, "bool")
+    for cond in conds:
+        if not E.is_true(cond):
+            result = cond if E.is_true(result) else E.And(result, cond)
+    return result
+
+
+def within(
+    analyzer: Analyzer, value: E.PrimExpr, start: E.PrimExpr, extent: E.PrimExpr
+) -> list[E.PrimExpr]:
+    """The conditions keeping ``value`` in ``[start, start + extent)`` that ``analyzer``
+    cannot prove: the guard of a binding that may leave its range (past the end of a split
+    that does not divide its loop, or past the edge of a padded window)."""
+    end = analyzer.simplify(start + extent)
+    return [c for c in (start <= value, value < end) if not analyzer.can_prove(c)]
+
+
 def at_first_iteration(
     predicate: E.PrimExpr, loops: Sequence[S.For], first: Container[int]
 ) -> E.PrimExpr:

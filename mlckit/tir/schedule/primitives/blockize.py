@@ -24,11 +24,14 @@ from .block_scope import (
     at_first_iteration,
     check_reduced_once,
     child_blocks,
+    conjunction,
+    conjuncts,
     loop_range,
     path_to,
     relax_region,
     unique_block_name,
     used_vars,
+    within,
 )
 
 
@@ -86,7 +89,8 @@ def blockize(sch: Schedule, target_loop: LoopRV) -> BlockRV:
         sub[iv.var] = inner_var if outer is None else outer_var * extent + inner_var
 
     outer_pred, inner_pred = _split_predicate(realize.predicate, inner_ids)
-    outer_pred = _and(outer_pred, *_range_guards(sch.loops_above(loop), outer_iters, outer_values))
+    guards = _range_guards(sch.loops_above(loop), outer_iters, outer_values)
+    outer_pred = conjunction([outer_pred, *guards])
     moved = substitute(block, sub)
     has_outer_reduction = block.init is not None and any(
         iv.iter_type == E.IterVarType.CommReduce for iv in outer_iters
@@ -190,19 +194,10 @@ def _sum(terms: list[E.PrimExpr]) -> E.PrimExpr | None:
 
 def _split_predicate(pred: E.PrimExpr, inner_ids: set[int]) -> tuple[E.PrimExpr, E.PrimExpr]:
     """The conjuncts of ``pred`` on outer loops only (for the outer block) and the rest."""
-    outer: list[E.PrimExpr] = []
-    inner: list[E.PrimExpr] = []
-    stack = [pred]
-    while stack:
-        cond = stack.pop()
-        if isinstance(cond, E.And):
-            stack.extend([cond.b, cond.a])
-        elif E.is_true(cond):
-            continue
-        else:
-            (inner if used_vars(cond) & inner_ids else outer).append(cond)
-
-    return _and(*outer), _and(*inner)
+    parts = conjuncts(pred)
+    outer = [cond for cond in parts if not used_vars(cond) & inner_ids]
+    inner = [cond for cond in parts if used_vars(cond) & inner_ids]
+    return conjunction(outer), conjunction(inner)
 
 
 def _range_guards(
@@ -214,22 +209,11 @@ def _range_guards(
     analyzer = Analyzer()
     for lp in loops:
         analyzer.bind(lp.loop_var, loop_range(lp))
-    guards = []
-    for iv, value in zip(iters, values):
-        start, end = iv.dom.min, analyzer.simplify(iv.dom.min + iv.dom.extent)
-        if not analyzer.can_prove(value >= start):
-            guards.append(start <= value)
-        if not analyzer.can_prove(value < end):
-            guards.append(value < end)
-    return guards
-
-
-def _and(*conds: E.PrimExpr) -> E.PrimExpr:
-    result: E.PrimExpr = E.const(True, "bool")
-    for cond in conds:
-        if not E.is_true(cond):
-            result = cond if E.is_true(result) else E.And(result, cond)
-    return result
+    return [
+        guard
+        for iv, value in zip(iters, values)
+        for guard in within(analyzer, value, iv.dom.min, iv.dom.extent)
+    ]
 
 
 def _outer_init(

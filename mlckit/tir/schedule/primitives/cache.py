@@ -28,6 +28,7 @@ from .block_scope import (
     BufferSwap,
     check_storage_scope,
     child_blocks,
+    conjunction,
     insert_stmt,
     loop_range,
     path_to,
@@ -36,6 +37,7 @@ from .block_scope import (
     scope_block,
     unique_block_name,
     with_scope,
+    within,
 )
 
 
@@ -276,12 +278,12 @@ def _copy_stage(
     values = [analyzer.simplify(r.min + v) for r, v in zip(region.region, loop_vars)]
     for var, rng in zip(loop_vars, region.region):
         analyzer.bind(var, E.Range.from_min_extent(E.make_const(0, var.dtype), rng.extent))
-    guard: E.PrimExpr = E.const(True, "bool")
-    for value, dim in zip(values, region.buffer.shape):
-        for cond in (E.make_const(0, value.dtype) <= value, value < dim):
-            if not analyzer.can_prove(cond):
-                guard = cond if E.is_true(guard) else E.And(guard, cond)
-    stmt: S.Stmt = S.BlockRealize(values, guard, block)
+    guards = [
+        guard
+        for value, dim in zip(values, region.buffer.shape)
+        for guard in within(analyzer, value, E.make_const(0, dim.dtype), dim)
+    ]
+    stmt: S.Stmt = S.BlockRealize(values, conjunction(guards), block)
     for var, rng in reversed(list(zip(loop_vars, region.region))):
         stmt = S.For(var, E.make_const(0, var.dtype), rng.extent, S.ForKind.SERIAL, stmt)
     return stmt

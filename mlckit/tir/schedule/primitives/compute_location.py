@@ -23,6 +23,8 @@ from ...buffer import BufferRegion
 from ...stmt_functor import StmtExprMutator, substitute
 from ..schedule import BlockRV, LoopRV, Schedule, _path_to, _walk_until_block, primitive
 from .block_scope import (
+    conjunction,
+    conjuncts,
     insert_stmt,
     loop_range,
     relax_region,
@@ -367,7 +369,7 @@ def _carried_predicate(
     for iv in block.iter_vars:
         domains.bind(iv.var, iv.dom)
     carried = []
-    for cond in _conjuncts(realize.predicate):
+    for cond in conjuncts(realize.predicate):
         if isinstance(cond, E.CmpExpr):
             sides = [
                 next((iv.var for iv, value in bindings if same_expr(side, value)), side)
@@ -399,7 +401,7 @@ def _producers_running(
     found = []
     for producer in producers:
         idle = around - used_vars(producer.iter_values)
-        found.append([c for c in _conjuncts(producer.predicate) if used_vars(c) <= idle])
+        found.append([c for c in conjuncts(producer.predicate) if used_vars(c) <= idle])
     for other in found[1:]:
         if len(other) != len(found[0]) or not all(map(same_expr, other, found[0])):
             raise ScheduleError(
@@ -443,12 +445,6 @@ def _text(value: E.PrimExpr | None) -> str:
     return "?" if value is None else value.script()
 
 
-def _conjuncts(cond: E.PrimExpr) -> list[E.PrimExpr]:
-    if isinstance(cond, E.And):
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    return [] if E.is_true(cond) else [cond]
-
-
 def _loop_nest(
     analyzer: Analyzer,
     block: S.Block,
@@ -482,10 +478,7 @@ def _loop_nest(
             guards.append(value < dom_end)
     own = {iv.var: value for iv, value in zip(block.iter_vars, values)}
     guards += [substitute(cond, own) for cond in conditions]
-    predicate: E.PrimExpr = E.convert(True)
-    for guard in guards:
-        predicate = guard if E.is_true(predicate) else E.And(predicate, guard)
-    body: S.Stmt = S.BlockRealize(values, analyzer.simplify(predicate), block)
+    body: S.Stmt = S.BlockRealize(values, analyzer.simplify(conjunction(guards)), block)
     for var, start, extent in reversed(loops):
         body = S.For(var, start, extent, S.ForKind.SERIAL, body)
     return body

@@ -35,6 +35,7 @@ from .block_scope import (
     add_alloc,
     at_first_iteration,
     child_blocks,
+    conjuncts,
     loop_range,
     point_region,
     replace_with_seq,
@@ -241,7 +242,7 @@ def _write_back_predicate(
     for lp in loops:
         analyzer.bind(lp.loop_var, loop_range(lp))
     reduction = dropped | {id(rf_loop.loop_var)}
-    for cond in _conjuncts(realize.predicate):
+    for cond in conjuncts(realize.predicate):
         for var in collect_vars(cond):
             if id(var) in reduction and not _grows_false(analyzer, cond, var):
                 raise ScheduleError(
@@ -252,12 +253,6 @@ def _write_back_predicate(
                     "loop grows (such as a split's)"
                 )
     return at_first_iteration(realize.predicate, loops, dropped)
-
-
-def _conjuncts(cond: E.PrimExpr) -> list[E.PrimExpr]:
-    if isinstance(cond, E.And):
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    return [] if E.is_true(cond) else [cond]
 
 
 # ``a < b`` and friends as (the side that must stay below, the other side).
