@@ -372,7 +372,7 @@ CASES = {
         "        return y\n",
         ParseError,
         6,
-        "did you mean 'main'",
+        "module 'M' has no function 'mainn'; did you mean 'main'",
     ),
     "statement in a module class": (
         "@I.ir_module\nclass M:\n    x = 1\n",

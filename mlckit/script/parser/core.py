@@ -16,7 +16,13 @@ from mlckit.errors import MLCError, ParseError, StructInfoError
 from .diagnostics import Source, is_located, located
 from .evaluator import Evaluator, describe_value, did_you_mean
 from .markers import ScriptStatement
-from .namespaces import TEXT_BUILTINS, is_decorator, is_script_value, namespace_names
+from .namespaces import (
+    TEXT_BUILTINS,
+    ModuleFunctions,
+    is_decorator,
+    is_script_value,
+    namespace_names,
+)
 
 MISSING: Any = object()
 
@@ -197,10 +203,12 @@ class Parser:
                 candidates = frozenset(dir(owner))
             except Exception:
                 candidates = frozenset()
-        raise self.error(
-            node,
-            f"{owner_text} has no attribute {node.attr!r}{did_you_mean(node.attr, candidates)}",
+        missing = (
+            f"module {owner.name!r} has no function"
+            if isinstance(owner, ModuleFunctions)
+            else f"{owner_text} has no attribute"
         )
+        raise self.error(node, f"{missing} {node.attr!r}{did_you_mean(node.attr, candidates)}")
 
     def convert_leaf(self, value: Any) -> Any:
         """A value read from a name, attribute or subscript, as the dialect uses it."""

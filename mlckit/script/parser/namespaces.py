@@ -29,8 +29,6 @@ from typing import Any
 from mlckit.errors import MLCError
 from mlckit.ir.module import GlobalVar
 
-from .evaluator import did_you_mean
-
 
 def _float(value: Any = 0.0) -> float:
     """``float`` as TVMScript text uses it: ``float("inf")``, ``float("nan")``."""
@@ -50,23 +48,20 @@ class ModuleFunctions:
     """What the class name (``cls = Module``) means inside the module: its GlobalVars."""
 
     def __init__(self, name: str, gvars: dict[str, GlobalVar]):
-        self._name = name
+        self.name = name
         self._gvars = gvars
 
     def __getattr__(self, attr: str) -> GlobalVar:
         gvars = self.__dict__.get("_gvars", {})
         if attr in gvars:
             return gvars[attr]
-        raise MLCError(
-            f"module {self.__dict__.get('_name')!r} has no function {attr!r}"
-            f"{did_you_mean(attr, gvars)}"
-        )
+        raise AttributeError(attr)
 
     def __dir__(self) -> list[str]:
         return sorted(self._gvars)
 
     def __repr__(self) -> str:
-        return f"<functions of module {self._name}>"
+        return f"<functions of module {self.name}>"
 
 
 def _is_namespace(value: Any) -> bool:

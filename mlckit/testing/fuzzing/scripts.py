@@ -1,7 +1,8 @@
 """The "scripts" campaign: mutated TVMScript text, parsed, printed and parsed again.
 
 A case is a valid script from a corpus (the course's example modules, printed; hand-written
-scripts covering the TensorIR and Relax dialects; programs after a pass or a schedule, printed)
+scripts covering the TensorIR and Relax dialects; programs after passes, the default pipeline
+or a schedule, printed)
 with one to three random mutations: a token changed, deleted or duplicated, identifiers
 swapped, a number made 0, -1, huge, a float or infinite, a dtype string changed, a line deleted,
 duplicated or re-indented, an extra argument inserted into a call, or an expression replaced by
@@ -182,6 +183,13 @@ def corpus() -> tuple[str, ...]:
         examples.MyModuleWithExternCall,
         examples.MyModuleMixture,
         relax.transform.LegalizeOps()(examples.MyModule),
+        # Fused and scheduled by the default pipeline; with explicit memory (R.memory.*).
+        relax.get_pipeline("default")(examples.Module),
+        relax.transform.StaticPlanBlockMemory()(
+            relax.transform.CallTIRRewrite()(
+                relax.transform.ToNonDataflow()(relax.transform.LegalizeOps()(examples.MyModule))
+            )
+        ),
     ]
     # A scheduled kernel: split, reorder, parallel, vectorize, unroll in its loops.
     sch = tir.Schedule(examples.MyModuleMixture["linear0"])
