@@ -15,6 +15,7 @@ within one parsed function every use of the same name is the same variable.
 from __future__ import annotations
 
 import builtins
+import inspect
 import numbers
 from collections.abc import Callable as _Callable
 from collections.abc import Iterator, Sequence
@@ -118,6 +119,8 @@ class StructInfoBuilder:
         self.bare = bare
         self.__doc__ = build.__doc__
         self.__name__ = name
+        # What a wrong call's error message shows as the expected arguments.
+        self.__signature__ = inspect.signature(build)
 
     def __call__(self, *args: Any, **kwargs: Any) -> StructInfo:
         return self.build(*args, **kwargs)

@@ -456,6 +456,13 @@ CASES = {
         3,
         "T.int32(value) takes a number or a TensorIR expression, got 'a'",
     ),
+    "R.Tensor with an unknown keyword": (
+        RELAX + '    z: R.Tensor((3, 4), "float32", w0=1) = x\n    return x\n',
+        ParseError,
+        3,
+        "wrong arguments to R.Tensor(shape=None, dtype=None, ndim=-1, vdevice=None): "
+        "got an unexpected keyword argument 'w0'",
+    ),
     "R.Prim whose value has another dtype": (
         RELAX + '    z: R.Prim("int64", T.int32(1)) = R.prim_value(T.int64(1))\n    return x\n',
         ParseError,
