@@ -222,7 +222,7 @@ class BufferType:
             buffer_type=buffer_type,
             axis_separators=axis_separators,
         )
-        return _tir.Buffer(name=_UNNAMED, **fields)
+        return _tir.Buffer(**fields)
 
     def __getitem__(self, key: Any) -> _tir.Buffer:
         return self(*key) if isinstance(key, tuple) else self(key)
@@ -231,8 +231,6 @@ class BufferType:
         return "T.Buffer"
 
 
-# The name of a buffer T.Buffer(...) declares until the parser gives it its parameter's.
-_UNNAMED = "buffer"
 Buffer = BufferType()
 int8, int16, int32, int64 = DType("int8"), DType("int16"), DType("int32"), DType("int64")
 uint8, uint16, uint32, uint64 = DType("uint8"), DType("uint16"), DType("uint32"), DType("uint64")
