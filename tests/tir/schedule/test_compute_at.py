@@ -315,3 +315,17 @@ def test_reverse_compute_at_runs_the_consumer_only_where_a_repeated_producer_run
     sch.reverse_compute_at(sch.get_block("C"), j)
     assert "T.where(u_1 < 1)" in sch.mod.script()  # on C
     assert_same_numerics(two_elementwise, sch.mod, [(128, 128)] * 2)
+
+
+def test_compute_at_of_a_blockized_block_whose_tile_is_predicated():
+    # B_rf's predicate k_0 * 5 + k_1 < 13 relates the loop above B_rf_o to the one inside:
+    # inside B_rf_o it reads k_0 through B_rf_o's iter var, so B_rf_o can move.
+    sch = tir.Schedule(row_sum_13)
+    _, k = sch.get_loops(sch.get_block("B"))
+    _, k1 = sch.split(k, factors=[None, 5])
+    sch.rfactor(k1, 0)
+    _, _, k1 = sch.get_loops(sch.get_block("B_rf"))
+    sch.blockize(k1)
+    i, _ = sch.get_loops(sch.get_block("B"))
+    sch.compute_at(sch.get_block("B_rf_o"), i)
+    assert_same_numerics(row_sum_13, sch.mod, [(7, 13), (7,)])

@@ -131,3 +131,24 @@ def test_decompose_refuses_a_reduction_recomputed_under_the_loop():
     _, _, k = sch.get_loops(block)
     sch.decompose_reduction(block, k)
     assert_same_numerics(row_normalize, sch.mod, [(6, 10), (6, 10)])
+
+
+@T.prim_func
+def row_sum_13(A: T.Buffer((7, 13), "float32"), B: T.Buffer((7,), "float32")):
+    for i, k in T.grid(7, 13):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+
+
+def test_decompose_a_blockized_tile_under_a_non_dividing_split():
+    # The tiles of B_o past row 7 are skipped by B_o's own predicate; the init nest that
+    # decompose_reduction builds for B_o must not refer to B_o's loops.
+    sch = tir.Schedule(row_sum_13)
+    i, _ = sch.get_loops(sch.get_block("B"))
+    i0, _, i2 = sch.split(i, factors=[None, 4, 1])
+    outer = sch.blockize(i2)
+    sch.decompose_reduction(outer, i0)
+    assert_same_numerics(row_sum_13, sch.mod, [(7, 13), (7,)])

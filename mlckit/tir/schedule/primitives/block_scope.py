@@ -172,6 +172,30 @@ def within(
     return [c for c in (start <= value, value < end) if not analyzer.can_prove(c)]
 
 
+def in_iter_vars(cond: E.PrimExpr, realize: S.BlockRealize) -> E.PrimExpr:
+    """A condition on the loops around ``realize`` in terms of its block's iter vars where
+    the bindings allow: a side of a comparison that is a binding's value becomes the iter
+    var (``i_0 * 4 + i_1 < 7`` for ``vi = i_0 * 4 + i_1``: ``vi < 7``), and a loop bound
+    directly to an iter var becomes it (``k_0 * 5 + k_1 < 13``: ``vk_0 * 5 + vk_1 < 13``)."""
+    bindings = list(zip(realize.block.iter_vars, realize.iter_values))
+    if isinstance(cond, E.CmpExpr):
+        sides = [
+            next((iv.var for iv, value in bindings if same_expr(side, value)), side)
+            for side in (cond.a, cond.b)
+        ]
+        cond = type(cond)(*sides)
+    return substitute(cond, {value: iv.var for iv, value in bindings if isinstance(value, E.Var)})
+
+
+def restates_domains(cond: E.PrimExpr, block: S.Block) -> bool:
+    """Whether ``cond`` (in terms of the block's iter vars) holds wherever they are in their
+    domains: a split's ``vi < 7`` says no more than the iter var's declaration."""
+    analyzer = Analyzer()
+    for iv in block.iter_vars:
+        analyzer.bind(iv.var, iv.dom)
+    return analyzer.can_prove(cond)
+
+
 def at_first_iteration(
     predicate: E.PrimExpr, loops: Sequence[S.For], first: Container[int]
 ) -> E.PrimExpr:

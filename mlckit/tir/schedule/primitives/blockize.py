@@ -26,9 +26,11 @@ from .block_scope import (
     child_blocks,
     conjunction,
     conjuncts,
+    in_iter_vars,
     loop_range,
     path_to,
     relax_region,
+    restates_domains,
     unique_block_name,
     used_vars,
     within,
@@ -88,7 +90,17 @@ def blockize(sch: Schedule, target_loop: LoopRV) -> BlockRV:
         inner_values.append(inner)
         sub[iv.var] = inner_var if outer is None else outer_var * extent + inner_var
 
-    outer_pred, inner_pred = _split_predicate(realize.predicate, inner_ids)
+    # A split's bound on a binding the tile divides (``vi < 7``) says no more than the range
+    # guards of the outer binding, which are exact there: only other conditions stay.
+    kept = [
+        cond
+        for cond in conjuncts(realize.predicate)
+        if not restates_domains(in_iter_vars(cond, realize), block)
+    ]
+    outer_pred, inner_pred = _split_predicate(conjunction(kept), inner_ids)
+    # Inside the outer block, a loop above it is seen through the outer iter var bound to it.
+    outer_loops = {v: iv.var for iv, v in zip(outer_iters, outer_values) if isinstance(v, E.Var)}
+    inner_pred = substitute(inner_pred, outer_loops)
     guards = _range_guards(sch.loops_above(loop), outer_iters, outer_values)
     outer_pred = conjunction([outer_pred, *guards])
     moved = substitute(block, sub)

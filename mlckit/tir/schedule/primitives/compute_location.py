@@ -25,9 +25,11 @@ from ..schedule import BlockRV, LoopRV, Schedule, _path_to, _walk_until_block, p
 from .block_scope import (
     conjunction,
     conjuncts,
+    in_iter_vars,
     insert_stmt,
     loop_range,
     relax_region,
+    restates_domains,
     same_expr,
     scope_block,
     used_vars,
@@ -361,23 +363,18 @@ def _carried_predicate(
     ``k_0`` and ``vk_1`` to ``k_1``): they are carried over by substituting the iter vars for
     their loops, and a conjunct that cannot be put in terms of them is refused."""
     block = realize.block
-    bindings = list(zip(block.iter_vars, realize.iter_values))
-    loop_to_iter = {value: iv.var for iv, value in bindings if isinstance(value, E.Var)}
     staying = {id(lp.loop_var) for lp in outer}
     leaving = {id(lp.loop_var) for lp in sch.loops_above(realize)} - staying
-    domains = Analyzer()
-    for iv in block.iter_vars:
-        domains.bind(iv.var, iv.dom)
+    inside = [v.name_hint for v in collect_vars(block) if id(v) in leaving]
+    if inside:
+        raise ScheduleError(
+            f"{kind}: block {block.name_hint!r} uses loop {inside[0]!r} inside it, not through "
+            "an iter var, so it cannot leave that loop"
+        )
     carried = []
     for cond in conjuncts(realize.predicate):
-        if isinstance(cond, E.CmpExpr):
-            sides = [
-                next((iv.var for iv, value in bindings if same_expr(side, value)), side)
-                for side in (cond.a, cond.b)
-            ]
-            cond = type(cond)(*sides)
-        cond = substitute(cond, loop_to_iter)
-        if domains.can_prove(cond):
+        cond = in_iter_vars(cond, realize)
+        if restates_domains(cond, block):
             continue
         loose = [v.name_hint for v in collect_vars(cond) if id(v) in leaving]
         if loose:

@@ -75,18 +75,20 @@ def decompose_reduction(sch: Schedule, block: BlockRV, loop: LoopRV) -> BlockRV:
             raise ScheduleError(
                 f"{kind}: the init of block {name} uses reduction iter var {v.name_hint!r}"
             )
+    # The init nest has no reduction loops: the predicate holds for an element to initialize
+    # when it holds at their first iteration, where the block's own init ran. (An init that
+    # uses loops itself, a blockized tile's, sees them the same way.)
+    dropped = {id(node.loop_var) for node in inner if id(node.loop_var) not in copied}
+    starts = {node.loop_var: node.min for node in inner if id(node.loop_var) in dropped}
     init_block = infer_block_regions(
         S.Block(
             [iv.with_fields(var=init_vars[iv.var]) for iv, _ in spatial],
             [],
             [],
             f"{original.name_hint}_init",
-            substitute(original.init, init_vars),
+            substitute(original.init, {**init_vars, **copies, **starts}),
         )
     )
-    # The init nest has no reduction loops: the predicate holds for an element to initialize
-    # when it holds at their first iteration, where the block's own init ran.
-    dropped = {id(node.loop_var) for node in inner if id(node.loop_var) not in copied}
     predicate = substitute(at_first_iteration(realize.predicate, loops, dropped), copies)
     nest: S.Stmt = S.BlockRealize(
         [substitute(value, copies) for _, value in spatial], predicate, init_block
