@@ -34,6 +34,7 @@ from mlckit.tir.expr import (
 )
 from mlckit.tir.function import PrimFunc
 from mlckit.tir.stmt import (
+    AssertStmt,
     Block,
     BlockRealize,
     BufferStore,
@@ -95,6 +96,14 @@ class _Let:
 
     var: Var
     value: PrimExpr
+
+
+@dataclass
+class _Assert:
+    """``assert cond, "message"``: the rest of the statement list is the AssertStmt's body."""
+
+    condition: PrimExpr
+    message: str
 
 
 def parse_prim_func(
@@ -294,12 +303,27 @@ class TIRParser(Parser):
                     rest = self.parse_stmts(stmts[index + 1 :])
                 out.append(LetStmt(result.var, result.value, _seq(rest)))
                 break
+            if isinstance(result, _Assert):
+                rest = self.parse_stmts(stmts[index + 1 :])
+                out.append(AssertStmt(result.condition, result.message, _seq(rest)))
+                break
             if isinstance(result, Stmt):
                 out.append(result)
         return out
 
     def visit_Pass(self, node: ast.Pass) -> None:
         return None
+
+    def visit_Assert(self, node: ast.Assert) -> _Assert:
+        condition = self.eval(node.test)
+        with self.guard(node.test):
+            condition = convert(condition)
+            if condition.dtype != "bool":
+                raise MLCError(f"an assert condition must be boolean, got dtype {condition.dtype}")
+        message = "" if node.msg is None else self.eval(node.msg)
+        if not isinstance(message, str):
+            raise self.error(node.msg, "the message of an assert is a string literal")
+        return _Assert(condition, message)
 
     def visit_Return(self, node: ast.Return) -> None:
         raise self.error(

@@ -266,6 +266,9 @@ class TIRPrinter(PrinterBase):
             var = self.define(s.var, s.var.name_hint)
             emit(f"{var}: {dtype_annotation(s.var.dtype)} = {value}")
             self.stmt(s.body)
+        elif isinstance(s, ts.AssertStmt):
+            emit(f"assert {self.typed_value(s.condition, typed_ints=False)}, {quote(s.message)}")
+            self.stmt(s.body)
         elif isinstance(s, ts.Evaluate):
             emit(f"T.evaluate({self.typed_value(s.value, typed_ints=False)})")
         elif isinstance(s, ts.Allocate):
