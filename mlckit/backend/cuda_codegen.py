@@ -110,7 +110,7 @@ class CudaCodegen(PythonCodegen):
             self.host(node.body)
             self.indent -= 1
         elif isinstance(node, S.LetStmt):
-            self.emit(f"{self.names.get(node.var, node.var.name_hint)} = {self.expr(node.value)}")
+            self.assign(node.var, node.value)
             self.host(node.body)
         elif isinstance(node, S.AssertStmt):
             self.check(node)

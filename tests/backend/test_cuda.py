@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import sys
 
 import numpy as np
@@ -12,6 +13,7 @@ from mlckit import relax, tir
 from mlckit.datasets import fashion_mnist, mlp_params, mlp_reference
 from mlckit.errors import BuildError, MLCError, VMError
 from mlckit.script import tir as T
+from mlckit.testing.fuzzing import CANARY, canary_payload
 from mlckit.testing.gpu_schedules import shared_memory_matmul
 
 
@@ -171,3 +173,17 @@ def test_device_arrays_copy_in_and_out():
     np.testing.assert_array_equal(x.copyto(mlckit.cpu()).numpy(), host * 2)
     with pytest.raises(MLCError, match="DLPack is available for cpu tensors only"):
         np.from_dlpack(x)
+
+
+def test_a_thread_tag_is_checked_exactly_before_it_reaches_the_kernel():
+    """A tag was checked by its first part and last letter, then pasted as ``cuda.<tag>``."""
+    a = tir.decl_buffer((4,), "float32", "A")
+    i = tir.Var("i", "int32")
+    tag = f"threadIdx.x if {canary_payload()} else cuda.threadIdx.x"
+    binding = tir.IterVar(tir.Range(0, 4), tir.Var("t", "int32"), tir.IterVar.ThreadIndex, tag)
+    store = tir.BufferStore(a, tir.FloatImm("float32", 1.0), [i])
+    loop = tir.For(i, 0, 4, tir.ForKind.THREAD_BINDING, store, thread_binding=binding)
+    func = tir.PrimFunc([a.data], loop, buffer_map={a.data: a})
+    with pytest.raises(BuildError, match="bind loops to blockIdx.x/y/z or threadIdx.x/y/z"):
+        mlckit.build(func, "cuda")
+    assert not hasattr(builtins, CANARY)
