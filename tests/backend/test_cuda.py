@@ -187,3 +187,19 @@ def test_a_thread_tag_is_checked_exactly_before_it_reaches_the_kernel():
     with pytest.raises(BuildError, match="bind loops to blockIdx.x/y/z or threadIdx.x/y/z"):
         mlckit.build(func, "cuda")
     assert not hasattr(builtins, CANARY)
+
+
+def test_names_the_generated_module_uses_are_not_taken():
+    """A buffer named ``cuda`` shadowed the module inside the kernel; a kernel named ``cuda``
+    replaced it for the host function."""
+    from mlckit import te
+    from mlckit.tir.schedule.default_gpu_schedule import DefaultGPUSchedule
+
+    a = te.placeholder((4,), "float32", name="cuda")
+    b = te.compute((4,), lambda i: a[i] * 2, name="numba_cuda")
+    mod = DefaultGPUSchedule()(mlckit.IRModule({"cuda": te.create_prim_func([a, b])}))
+    lib = mlckit.build(mod, "cuda")
+    dev = mlckit.cuda()
+    x, out = np.arange(4, dtype="float32"), mlckit.nd.empty((4,), "float32", dev)
+    lib["cuda"](mlckit.nd.array(x, dev), out)
+    np.testing.assert_array_equal(out.numpy(), x * 2)
