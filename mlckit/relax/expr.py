@@ -542,14 +542,28 @@ def convert_to_expr(value: Any) -> Expr:
 
 
 def const(value: Any, dtype: str | None = None) -> Constant:
-    """A constant tensor from a number, numpy array or NDArray (``relax.const``)."""
+    """A constant tensor from a number, numpy array or NDArray (``relax.const``). A value
+    that ``dtype`` cannot hold exactly is refused (``const(300, "int8")`` would wrap to 44)."""
     from mlckit.runtime.ndarray import NDArray
 
     if isinstance(value, NDArray):
         value = value.numpy()
-    arr = np.asarray(value)
+    try:
+        arr = np.asarray(value)
+    except ValueError:
+        raise IRError("relax.const: the rows of a nested list must have equal lengths") from None
+    if arr.dtype.kind not in "biuf":
+        raise IRError(
+            f"relax.const takes a number, a numpy array or (nested) lists of numbers, got {value!r}"
+        )
     if dtype is not None:
-        arr = arr.astype(dtype)
+        target = np.dtype(check_dtype(dtype, "relax.const dtype"))
+        with np.errstate(invalid="ignore", over="ignore"):
+            cast = arr.astype(target)
+            exact = np.array_equal(cast.astype(arr.dtype), arr)
+        if target.kind in "biu" and not exact:
+            raise IRError(f"relax.const: {value!r} is not exactly representable as {dtype}")
+        arr = cast
     elif arr.dtype == np.float64 and not isinstance(value, np.ndarray):
         arr = arr.astype("float32")
     elif arr.dtype == np.int64 and not isinstance(value, np.ndarray):

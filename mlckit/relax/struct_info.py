@@ -36,8 +36,11 @@ class PrimStructInfo(StructInfo):
 
     def __init__(self, dtype: str | None = None, value: Any = None, *, span: Any = None):
         if value is not None:
-            value = convert(value)
-            dtype = value.dtype if dtype is None else dtype
+            # The value has the struct info's dtype: PrimStructInfo("int64", 1) is an int64 1.
+            value = convert(value, None if dtype is None else check_dtype(dtype))
+            if dtype is not None and value.dtype != dtype:
+                raise IRError(f"PrimStructInfo: the value is {value.dtype}, the dtype says {dtype}")
+            dtype = value.dtype
         object.__setattr__(self, "dtype", check_dtype(dtype or "int64"))
         object.__setattr__(self, "value", value)
         object.__setattr__(self, "span", span)

@@ -23,11 +23,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-import numpy as np
-
 from mlckit import relax as _relax
 from mlckit.errors import MLCError
-from mlckit.ir.dtype import SCALAR_DTYPES, check_dtype
+from mlckit.ir.dtype import check_dtype
 from mlckit.relax import op as _op
 from mlckit.relax.op import memory
 from mlckit.relax.struct_info import (
@@ -39,8 +37,7 @@ from mlckit.relax.struct_info import (
     TensorStructInfo,
     TupleStructInfo,
 )
-from mlckit.runtime.ndarray import NDArray
-from mlckit.tir.expr import PrimExpr, convert
+from mlckit.tir.expr import PrimExpr
 from mlckit.tir.expr import Var as _TirVar
 
 from .parser.decorator import function
@@ -195,11 +192,6 @@ def _prim(dtype: str | None = None, value: Any = None) -> PrimStructInfo:
     _expect("R.Prim's dtype", dtype, (builtins.str, type(None)), 'a dtype such as "int64"')
     kinds = (numbers.Real, PrimExpr, type(None))
     _expect("R.Prim's value", value, kinds, "a number or expression")
-    if value is not None and dtype is not None:
-        # The value has the struct info's dtype: R.Prim("int64", 1) is an int64 1.
-        value = convert(value, check_dtype(dtype, "R.Prim's dtype"))
-        if value.dtype != dtype:
-            raise MLCError(f"R.Prim: the value is {value.dtype}, the dtype says {dtype}")
     return PrimStructInfo(dtype, value)
 
 
@@ -285,22 +277,6 @@ def _sinfo_args(sinfo_args: Any) -> Any:
 
 def const(value: Any, dtype: str | None = None) -> _relax.Constant:
     """A constant tensor: ``R.const(1.5, "float32")``, ``R.const([[1, 2]], "int32")``."""
-    if not isinstance(value, NDArray):
-        try:
-            data = np.asarray(value)
-        except ValueError:
-            raise MLCError("R.const: the rows of a nested list must have equal lengths") from None
-        if data.dtype.kind not in "biuf":
-            raise MLCError(f"R.const takes a number or (nested) lists of numbers, got {value!r}")
-        if dtype is not None:
-            if dtype not in SCALAR_DTYPES:
-                choices = ", ".join(SCALAR_DTYPES)
-                raise MLCError(f"R.const: {dtype!r} is no tensor dtype; use one of {choices}")
-            target = np.dtype(dtype)
-            with np.errstate(invalid="ignore", over="ignore"):
-                exact = np.array_equal(data.astype(target).astype(data.dtype), data)
-            if target.kind in "biu" and not exact:
-                raise MLCError(f"R.const: {value!r} is not exactly representable as {dtype}")
     return _relax.const(value, dtype)
 
 

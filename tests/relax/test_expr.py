@@ -3,10 +3,11 @@ without end; a tuple-valued one unpacks into its fields."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from mlckit import relax
-from mlckit.errors import IRError, StructInfoError
+from mlckit.errors import IRError, MLCError, StructInfoError
 
 X = relax.Var("x", relax.TensorStructInfo((4,), "float32"))
 PAIR = relax.Var("t", relax.TupleStructInfo([X.struct_info, relax.ShapeStructInfo([2])]))
@@ -63,3 +64,39 @@ def test_a_field_of_a_non_tuple_is_refused_when_its_struct_info_is_known():
     with pytest.raises(StructInfoError, match="cannot take field 0 of x.*not a tuple"):
         X[0]
     assert UNKNOWN[3].index == 3  # checked when normalized, once its struct info is known
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: relax.const(300, "int8"), "300 is not exactly representable as int8"),
+        (lambda: relax.const(1.5, "int32"), "1.5 is not exactly representable as int32"),
+        (lambda: relax.const("a"), "takes a number, a numpy array"),
+        (lambda: relax.const(1, "float"), "unknown relax.const dtype 'float'"),
+        (lambda: relax.PrimStructInfo("int64", 1.5), "the value is float32, the dtype says int64"),
+    ],
+)
+def test_constants_hold_their_values_exactly(make, message):
+    # relax.const(300, "int8") used to wrap silently to 44.
+    with pytest.raises(MLCError, match=message):
+        make()
+
+
+def test_a_scalar_struct_info_value_takes_its_dtype():
+    assert relax.PrimStructInfo("int64", 1).value.dtype == "int64"
+    assert relax.const(1.0, "float16").data.numpy().dtype == np.float16
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda x: relax.op.nn.softmax(x, axis="a"),
+        lambda x: relax.op.nn.log_softmax(x, axis=float("nan")),
+        lambda x: relax.op.argmax(x, axis=1.5),
+        lambda x: relax.op.nn.layer_norm(x, x, x, axes=[1], epsilon="small"),
+    ],
+)
+def test_scalar_attributes_are_checked(make):
+    x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
+    with pytest.raises(StructInfoError, match="must be an? (integer|number), got"):
+        make(x)

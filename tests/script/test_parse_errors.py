@@ -467,19 +467,19 @@ CASES = {
         RELAX + '    z: R.Prim("int64", T.int32(1)) = R.prim_value(T.int64(1))\n    return x\n',
         ParseError,
         3,
-        "R.Prim: the value is int32, the dtype says int64",
+        "the value is int32, the dtype says int64",
     ),
     "R.const of a string": (
         RELAX + '    z = R.const("a", "float32")\n    return x\n',
         ParseError,
         3,
-        "R.const takes a number or (nested) lists of numbers, got 'a'",
+        "relax.const takes a number, a numpy array or (nested) lists of numbers, got 'a'",
     ),
     "R.const that does not fit its dtype": (
         RELAX + '    z = R.const(300, "int8")\n    return x\n',
         ParseError,
         3,
-        "R.const: 300 is not exactly representable as int8",
+        "relax.const: 300 is not exactly representable as int8",
     ),
     "float of a word": (
         TIR + '    A[0, 0] = T.float32(float("shared"))\n',

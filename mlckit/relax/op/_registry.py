@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from mlckit.errors import StructInfoError
 from mlckit.ir.op import Op, register_op
 
@@ -134,6 +136,22 @@ def normalize_axis(call: Call, axis: Any, ndim: int, what: str = "axis") -> int:
             f"(valid: {-ndim} to {ndim - 1})",
         )
     return axis + ndim if axis < 0 else axis
+
+
+def int_attr(value: Any, what: str, op: str) -> int | None:
+    """A scalar integer attribute (an axis); None stays None."""
+    if value is None:
+        return None
+    if hasattr(value, "__index__") and not isinstance(value, bool):
+        return int(value.__index__())
+    raise StructInfoError(f"{op}: {what} must be an integer, got {value!r}")
+
+
+def float_attr(value: Any, what: str, op: str) -> float:
+    """A scalar real attribute (an epsilon, a momentum)."""
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        return float(value)
+    raise StructInfoError(f"{op}: {what} must be a number, got {value!r}")
 
 
 def int_list(values: Any, what: str, op: str) -> list[int] | None:

@@ -26,6 +26,7 @@ from ..utils import (
 from ._registry import (
     describe_arg,
     fail,
+    int_attr,
     int_list,
     make_call,
     normalize_axis,
@@ -317,7 +318,7 @@ def flatten(x: Expr | Any) -> Call:
 def concat(tensors: Expr | Sequence[Expr], axis: int | None = 0) -> Call:
     """``relax.concat(tensors, axis=0)``: join a tuple of tensors along ``axis``; with
     ``axis=None`` the tensors are flattened first."""
-    attr = None if axis is None else int(axis)
+    attr = int_attr(axis, "axis", "relax.concat")
     return make_call("relax.concat", [convert_to_expr(tensors)], {"axis": attr})
 
 
@@ -341,7 +342,7 @@ def take(x: Expr | Any, indices: Expr | Any, axis: int | None = None, mode: str 
         raise StructInfoError(
             f"relax.take: mode must be one of {', '.join(map(repr, _TAKE_MODES))}, got {mode!r}"
         )
-    attrs = {"axis": None if axis is None else int(axis), "mode": mode}
+    attrs = {"axis": int_attr(axis, "axis", "relax.take"), "mode": mode}
     return make_call("relax.take", [x, indices], attrs)
 
 

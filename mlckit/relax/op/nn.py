@@ -15,6 +15,8 @@ from ._registry import (
     common_dtype,
     describe_arg,
     fail,
+    float_attr,
+    int_attr,
     int_list,
     make_call,
     normalize_axis,
@@ -48,12 +50,16 @@ register("relax.nn.log_softmax", _infer_softmax, ("data",), ("axis",))
 
 def softmax(data: Expr | Any, axis: int = -1) -> Call:
     """``relax.nn.softmax(data, axis=-1)``: normalized exponentials along ``axis``."""
-    return make_call("relax.nn.softmax", [data], {"axis": int(axis)})
+    return make_call(
+        "relax.nn.softmax", [data], {"axis": int_attr(axis, "axis", "relax.nn.softmax")}
+    )
 
 
 def log_softmax(data: Expr | Any, axis: int = -1) -> Call:
     """``relax.nn.log_softmax(data, axis=-1)``: ``log(softmax(data))``, computed stably."""
-    return make_call("relax.nn.log_softmax", [data], {"axis": int(axis)})
+    return make_call(
+        "relax.nn.log_softmax", [data], {"axis": int_attr(axis, "axis", "relax.nn.log_softmax")}
+    )
 
 
 def _infer_layer_norm(call: Call, ctx: Any) -> StructInfo:
@@ -113,7 +119,7 @@ def layer_norm(
     ``axes``; ``scale=False`` leaves out ``gamma`` and ``center=False`` leaves out ``beta``."""
     attrs = {
         "axes": int_list(axes, "axes", "relax.nn.layer_norm"),
-        "epsilon": float(epsilon),
+        "epsilon": float_attr(epsilon, "epsilon", "relax.nn.layer_norm"),
         "center": bool(center),
         "scale": bool(scale),
     }
@@ -189,11 +195,11 @@ def batch_norm(
     required and defaults to ``training=True``; the defaults here are inference on NCHW data.
     """
     attrs = {
-        "axis": int(axis),
-        "epsilon": float(epsilon),
+        "axis": int_attr(axis, "axis", "relax.nn.batch_norm"),
+        "epsilon": float_attr(epsilon, "epsilon", "relax.nn.batch_norm"),
         "center": bool(center),
         "scale": bool(scale),
-        "momentum": float(momentum),
+        "momentum": float_attr(momentum, "momentum", "relax.nn.batch_norm"),
         "training": bool(training),
     }
     return make_call("relax.nn.batch_norm", [data, gamma, beta, moving_mean, moving_var], attrs)

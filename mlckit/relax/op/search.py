@@ -13,6 +13,7 @@ from ._registry import (
     common_dtype,
     describe_arg,
     fail,
+    int_attr,
     make_call,
     normalize_axis,
     register,
@@ -44,7 +45,7 @@ register("relax.argmax", _infer_arg_reduce, ("x",), ("axis", "keepdims"))
 def argmax(x: Expr | Any, axis: int | None = None, keepdims: bool = False) -> Call:
     """``relax.argmax(x, axis=None, keepdims=False)``: the int64 index of the maximum along
     ``axis`` (of the flattened tensor when None; the first one on ties)."""
-    attr = None if axis is None else int(axis)
+    attr = int_attr(axis, "axis", "relax.argmax")
     return make_call("relax.argmax", [x], {"axis": attr, "keepdims": bool(keepdims)})
 
 
