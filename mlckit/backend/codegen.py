@@ -431,8 +431,12 @@ class PythonCodegen(PrimExprPrinter):
         super().__init__(NameSupply(RESERVED), wrap_integers=True)
         self.func = func
         # A kernel named like a builtin the code calls (``abs``, ``max``) must not shadow it;
-        # numba names its cache files after the function, so a long name is cut short.
-        self.name = self.names.get(func, name[:MAX_FUNCTION_NAME])
+        # numba names its cache files after the function, so a long name is cut short; and a
+        # module's dunder attributes (``__class__``) are not its globals, so none is a name.
+        hint = name[:MAX_FUNCTION_NAME]
+        if hint.startswith("__") and hint.endswith("__"):
+            hint = hint.strip("_")
+        self.name = self.names.get(func, hint)
         self.parallel = parallel
         self.lines: list[str] = []
         self.indent = 1

@@ -446,15 +446,17 @@ def test_names_never_run_as_code(target):
         assert "        " + comment(f"block {name}") in lines
 
 
-def test_a_kernel_with_a_long_name_builds_for_llvm():
+def test_kernel_names_a_module_cannot_hold_build_for_llvm():
     """numba names its cache files after the function: a 300-character name raised OSError
-    (file name too long)."""
-    name = "x" * 300
-    lib = mlckit.build(mlckit.IRModule({name: mm_relu}), "llvm")
-    a, b = np.ones((8, 16), "float32"), np.ones((16, 4), "float32")
-    c = np.zeros((8, 4), "float32")
-    lib[name](a, b, c)
-    np.testing.assert_array_equal(c, np.full((8, 4), 16, "float32"))
+    (file name too long). A kernel named ``__class__`` was looked up as its module's class."""
+    a = te.placeholder((4,), "float32", name="A")
+    add_one = te.create_prim_func([a, te.compute((4,), lambda i: a[i] + 1, name="B")])
+    names = ["x" * 300, "__class__", "__dict__"]
+    lib = mlckit.build(mlckit.IRModule(dict.fromkeys(names, add_one)), "llvm")
+    for name in names:
+        x, out = np.arange(4, dtype="float32"), np.zeros(4, "float32")
+        lib[name](x, out)
+        np.testing.assert_array_equal(out, x + 1)
 
 
 def test_text_reaches_the_source_as_one_line():
