@@ -37,7 +37,9 @@ import numpy as np
 
 import mlckit
 from mlckit import relax, te, tir, topi
+from mlckit.backend.codegen import RESERVED
 from mlckit.ir.module import IRModule
+from mlckit.relax.vm.codegen import VM_RUNTIME_NAMES
 from mlckit.script import from_source
 from mlckit.tir.schedule.default_gpu_schedule import DefaultGPUSchedule
 
@@ -94,51 +96,28 @@ _UNICODE = (
     "\x7f",
 )
 # What the generated kernels and VM functions define, import or call, and Python's own names.
-_CODE_NAMES = (
-    "np",
-    "math",
-    "numba",
-    "njit",
-    "prange",
-    "range",
-    "min",
-    "max",
-    "abs",
-    "int",
-    "float",
-    "bool",
-    "len",
-    "print",
-    "cuda",
-    "numba_cuda",
-    "truncdiv",
-    "truncmod",
-    "u64",
-    "wrap_int8",
-    "wrap_int32",
-    "wrap_int64",
-    "VMError",
-    "NoAliasCompiler",
-    "__builtins__",
-    "__name__",
-    "__file__",
-    "__import__",
-    "__class__",
-    "exec",
-    "eval",
-    "globals",
-    "aligned_empty",
-    "check_tensor",
-    "check_shape",
-    "call_packed",
-    "constants",
-    "as_bool",
-    "vm",
-    "R",
-    "T",
-    "I",
-    "tvm",
-    "mlckit",
+_CODE_NAMES = tuple(
+    sorted(
+        RESERVED
+        | VM_RUNTIME_NAMES
+        | {
+            "__builtins__",
+            "__name__",
+            "__file__",
+            "__import__",
+            "__class__",
+            "__dict__",
+            "exec",
+            "eval",
+            "globals",
+            "vm",
+            "R",
+            "T",
+            "I",
+            "tvm",
+            "mlckit",
+        }
+    )
 )
 # Plain names that clash with each other, with the names the programs use, or once sanitized.
 _CLASHES = (
