@@ -16,10 +16,10 @@ it never overflows under CPython. Where a sum or product may leave 64 bits, its 
 through ``u64``: plain integers under CPython, uint64 under numba (whose int64 arithmetic
 assumes it never overflows). The printer tracks the bounds of every integer expression (loop
 variables by their ranges, symbolic dims as non-negative, loaded values by their dtype), so
-index arithmetic over constant extents carries no wrap. int64 index arithmetic (on loop
-variables, shapes and constants only) stays exact, as TVM's LLVM code assumes it never
-overflows: no array is that large. (One quotient has no defined value: ``INT64_MIN // -1``
-traps in C; numba gives 0.)
+index arithmetic over constant extents carries no wrap. Index arithmetic over symbolic shapes
+(on loop variables, shapes and constants only) stays exact, as TVM's LLVM code assumes it never
+overflows; a value stored from it wraps at the store. (One quotient has no defined value:
+``INT64_MIN // -1`` traps in C; numba gives 0.)
 
 **User text** never reaches the source as code: identifiers go through the NameSupply
 (sanitized, uniquified, never a keyword or a name the module uses), and any other text, a block
@@ -339,9 +339,9 @@ class PrimExprPrinter:
         fits, fits_int64 = _within(bounds, dtype), _within(bounds, "int64")
         if not fits and bounds is not None and bounds[0] == bounds[1]:
             return self._wrapped(dtype, "", bounds)  # a constant
-        # int64 index arithmetic over symbolic shapes stays exact, as TVM's LLVM code assumes
-        # it never overflows: no array is that large.
-        if (fits and (fits_int64 or not ring)) or (dtype == "int64" and plain and symbolic):
+        # Index arithmetic over symbolic shapes stays exact, as TVM's LLVM code assumes it
+        # never overflows (a wrap in an index would cost numba its range analysis).
+        if (fits and (fits_int64 or not ring)) or (plain and symbolic):
             return exact
         if ring and not fits_int64:
             self.helpers.add("u64")
@@ -634,7 +634,11 @@ class PythonCodegen(PrimExprPrinter):
         self.emit(f"{self.names.get(buffer, buffer.name)} = {source_name}[{slices}]")
 
     def stmt_BufferStore(self, node: S.BufferStore) -> None:
-        self.emit(f"{self.load_text(node.buffer, node.indices)} = {self.expr(node.value)}")
+        value = self._expr(node.value)
+        dtype = node.buffer.dtype
+        if is_int(dtype) and not _within(value.bounds, dtype):
+            value = self._wrapped(dtype, value.text, value.bounds)  # index arithmetic as data
+        self.emit(f"{self.load_text(node.buffer, node.indices)} = {value.text}")
 
     def stmt_IfThenElse(self, node: S.IfThenElse) -> None:
         self.emit(f"if {self.expr(node.condition)}:")
