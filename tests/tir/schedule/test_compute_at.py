@@ -329,3 +329,29 @@ def test_compute_at_of_a_blockized_block_whose_tile_is_predicated():
     i, _ = sch.get_loops(sch.get_block("B"))
     sch.compute_at(sch.get_block("B_rf_o"), i)
     assert_same_numerics(row_sum_13, sch.mod, [(7, 13), (7,)])
+
+
+@T.prim_func
+def scale_add_7(A: T.Buffer((7,), "float32"), C: T.Buffer((7,), "float32")):
+    B = T.alloc_buffer((7,), "float32")
+    for i in range(7):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(7):
+        with T.block("C"):
+            vi = T.axis.remap("S", [i])
+            C[vi] = B[vi] + T.float32(1)
+
+
+def test_compute_at_under_tiles_past_the_end_guards_instead_of_a_negative_extent():
+    # Tiles of 16 over 7 elements: clipped to the buffer, the tiles past the end would loop
+    # over range(7 - i_0 * 16), a negative count.
+    sch = tir.Schedule(scale_add_7)
+    (i,) = sch.get_loops(sch.get_block("C"))
+    i0, _ = sch.split(i, factors=[3, 16])
+    sch.compute_at(sch.get_block("B"), i0)
+    _, ax0 = sch.get_loops(sch.get_block("B"))
+    assert sch.get(ax0).extent.value == 16
+    assert "T.where(i_0 * 16 + ax0 < 7)" in sch.mod.script()
+    assert_same_numerics(scale_add_7, sch.mod, [(7,), (7,)])

@@ -83,7 +83,8 @@ def relax_region(
     """``region`` with the block's iter vars replaced by ``bindings`` and the variables of
     ``dom`` relaxed over their ranges, clipped to the buffer (an unbounded side covers the
     whole dimension, as TVM's ``CoverRange``). Bounds are clipped only where the analyzer
-    proves them outside the buffer (a split that does not divide its loop)."""
+    proves them outside the buffer (a split that does not divide its loop) and the other
+    side inside it."""
     ranges = []
     for rng, dim in zip(substitute(region, dict(bindings)).region, region.buffer.shape):
         lo_set = analyzer.int_set(rng.min, dom)
@@ -93,9 +94,11 @@ def relax_region(
             ranges.append(E.Range.from_min_extent(zero, dim))
             continue
         lo, hi = lo_set.min_value, hi_set.max_value
-        if analyzer.can_prove(lo < zero):
+        # A side is clipped only where that leaves the range non-empty: a tile wholly past
+        # the end keeps its extent (its bindings are guarded) instead of a negative one.
+        if analyzer.can_prove(lo < zero) and analyzer.can_prove(hi >= zero):
             lo = zero
-        if analyzer.can_prove(hi > dim - 1):
+        if analyzer.can_prove(hi > dim - 1) and analyzer.can_prove(lo <= dim - 1):
             hi = analyzer.simplify(dim - 1)
         if same_expr(lo, hi):
             ranges.append(E.Range.from_min_extent(lo, E.make_const(1, lo.dtype)))
