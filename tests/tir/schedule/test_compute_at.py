@@ -355,3 +355,51 @@ def test_compute_at_under_tiles_past_the_end_guards_instead_of_a_negative_extent
     assert sch.get(ax0).extent.value == 16
     assert "T.where(i_0 * 16 + ax0 < 7)" in sch.mod.script()
     assert_same_numerics(scale_add_7, sch.mod, [(7,), (7,)])
+
+
+@T.prim_func
+def matmul_7x13(
+    A: T.Buffer((7, 10), "float32"),
+    B: T.Buffer((10, 13), "float32"),
+    C: T.Buffer((7, 13), "float32"),
+):
+    for i, j, k in T.grid(7, 13, 10):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+def test_reverse_compute_at_under_a_fused_loop_copies_what_one_iteration_wrote():
+    # Per iteration of f_0 the product writes C_global[f_0 // 13, f_0 % 13]: one element, which
+    # interval arithmetic on f % 13 would widen to the whole row.
+    sch = tir.Schedule(matmul_7x13)
+    copy = sch.cache_write(sch.get_block("C"), 0, "global")
+    i, j, _ = sch.get_loops(sch.get_block("C"))
+    f0, _ = sch.split(sch.fuse(i, j), factors=[91, 1])
+    sch.reverse_compute_at(copy, f0)
+    assert not sch.get_loops(copy)[1:]  # no loop over a row: a single element
+    assert_same_numerics(matmul_7x13, sch.mod, [(7, 10), (10, 13), (7, 13)])
+
+
+@T.prim_func
+def row_copy(A: T.Buffer((4, 13), "float32"), C: T.Buffer((4, 13), "float32")):
+    B = T.alloc_buffer((4, 13), "float32")
+    for i, j in T.grid(4, 13):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(4, 13):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj]
+
+
+def test_reverse_compute_at_refuses_a_fused_and_split_producer_index():
+    # Under f_0 the producer writes B[(f_0 * 4 + f_1) // 13, (f_0 * 4 + f_1) % 13] for f_1 < 4:
+    # four elements, which may straddle two rows; their bounding box is not what is written.
+    sch = tir.Schedule(row_copy)
+    f0, _ = sch.split(sch.fuse(*sch.get_loops(sch.get_block("B"))), factors=[None, 4])
+    with pytest.raises(ScheduleError, match="moves in steps that are not constant"):
+        sch.reverse_compute_at(sch.get_block("C"), f0)

@@ -85,8 +85,13 @@ def relax_region(
     whole dimension, as TVM's ``CoverRange``). Bounds are clipped only where the analyzer
     proves them outside the buffer (a split that does not divide its loop) and the other
     side inside it."""
+    # A loop of one iteration is its first value: substituted, not relaxed, it keeps an index
+    # such as (f + f_1) % 13 a point where interval arithmetic would give all of [0, 13).
+    single = {var: rng.min for var, rng in dom.items() if E.is_const_int(rng.extent, 1)}
+    dom = {var: rng for var, rng in dom.items() if var not in single}
     ranges = []
-    for rng, dim in zip(substitute(region, dict(bindings)).region, region.buffer.shape):
+    bound = substitute(substitute(region, dict(bindings)), single)
+    for rng, dim in zip(bound.region, region.buffer.shape):
         lo_set = analyzer.int_set(rng.min, dom)
         hi_set = analyzer.int_set(rng.min + rng.extent - 1, dom)
         zero = E.make_const(0, dim.dtype)

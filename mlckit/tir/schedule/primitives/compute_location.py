@@ -193,12 +193,24 @@ def _check_dense(
     bounding box of what the producer writes per iteration, so where the producer writes
     every 4th row, the consumer would also copy the 3 rows between, which it never computed.
 
-    A hole in the values one dimension's index takes is a hole in the box. Only an index
-    affine in the loops is judged (one through floordiv/floormod is left alone): sorted by
-    stride, each loop must step by at most one more than the span of the loops before it.
+    A hole in the values one dimension's index takes is a hole in the box. An index affine in
+    the loops is judged: sorted by stride, each loop must step by at most one more than the
+    span of the loops before it. One through floordiv/floormod that moves with the loops
+    (a fused loop split again) is refused: its values need not fill their bounding box.
     """
     for dim, rng in enumerate(substitute(region, dict(bindings)).region):
         strides = _affine_strides(rng, dom, analyzer) if E.is_const_int(rng.extent, 1) else None
+        moving = [
+            v for v in collect_vars(rng.min) if v in dom and not E.is_const_int(dom[v].extent, 1)
+        ]
+        if strides is None and E.is_const_int(rng.extent, 1) and moving:
+            raise ScheduleError(
+                f"reverse_compute_at: under loop {loop_name}, the producer writes dimension "
+                f"{dim} of buffer {region.buffer.name!r} at {rng.min.script()}, which loop "
+                f"{moving[0].name_hint!r} moves in steps that are not constant, so the "
+                f"elements block {block_name} would read there may not all be written; pick "
+                "an outer loop (or a loop nest without a split fused loop)"
+            )
         span = 0
         for stride, extent, var in sorted(strides or [], key=lambda t: t[0]):
             if stride > span + 1:
