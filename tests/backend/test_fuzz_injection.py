@@ -14,4 +14,3 @@ from mlckit.testing.fuzzing.injection import CAMPAIGN
 def test_campaign(rng):
     trial = CAMPAIGN.trial(rng)
     assert not trial.failed, str(trial)
-
