@@ -403,3 +403,16 @@ def test_reverse_compute_at_refuses_a_fused_and_split_producer_index():
     f0, _ = sch.split(sch.fuse(*sch.get_loops(sch.get_block("B"))), factors=[None, 4])
     with pytest.raises(ScheduleError, match="moves in steps that are not constant"):
         sch.reverse_compute_at(sch.get_block("C"), f0)
+
+
+def test_reverse_compute_at_refuses_a_consumer_tile_wider_than_one_iteration_writes():
+    # C_o reads a whole row of B; under B's loop j one element of it is written.
+    sch = tir.Schedule(row_copy)
+    _, j = sch.get_loops(sch.get_block("C"))
+    tile = sch.blockize(j)
+    _, j = sch.get_loops(sch.get_block("B"))
+    with pytest.raises(ScheduleError, match=r"would read dimension 1 of buffer 'B' over \[0, 12\]"):
+        sch.reverse_compute_at(tile, j)
+    i, _ = sch.get_loops(sch.get_block("B"))
+    sch.reverse_compute_at(tile, i)  # a whole row is written per iteration of i
+    assert_same_numerics(row_copy, sch.mod, [(4, 13), (4, 13)])

@@ -168,6 +168,7 @@ def _move_under_loop(
     outer = [*sch.loops_above(target), target]
     conditions = _carried_predicate(kind, sch, realize, outer)
     if not forward:
+        _check_reads_produced(name, loop_name, block, ranges, regions, analyzer)
         _check_covered(name, loop_name, block, ranges, outer)
         conditions += _producers_running(name, loop_name, required, outer)
     nest = _loop_nest(analyzer, block, ranges, preserve_unit_loops, conditions)
@@ -418,6 +419,43 @@ def _producers_running(
                 f"conditions in the iterations of loop {loop_name}"
             )
     return found[0] if found else []
+
+
+def _check_reads_produced(
+    name: str,
+    loop_name: str,
+    block: S.Block,
+    ranges: Sequence[tuple[E.PrimExpr, E.PrimExpr]],
+    regions: dict[int, list[tuple[E.PrimExpr, E.PrimExpr]]],
+    analyzer: Analyzer,
+) -> None:
+    """Per iteration of the target loop, the consumer may read only what the producers have
+    written in it: a tile block reading a whole row must not run where one element of the
+    row was written (what other iterations wrote is not kept: buffer compaction allocates the
+    buffer per iteration)."""
+    dom = {
+        iv.var: E.Range.from_min_extent(lo, analyzer.simplify(hi - lo + 1))
+        for iv, (lo, hi) in zip(block.iter_vars, ranges)
+    }
+    for region in block.reads:
+        produced = regions.get(id(region.buffer))
+        if produced is None:
+            continue
+        for dim, (rng, (low, high)) in enumerate(zip(region.region, produced)):
+            first = analyzer.int_set(rng.min, dom).min_value
+            last = analyzer.int_set(rng.min + rng.extent - 1, dom).max_value
+            if (
+                first is None
+                or last is None
+                or not analyzer.can_prove(first >= low)
+                or not analyzer.can_prove(last <= high)
+            ):
+                raise ScheduleError(
+                    f"reverse_compute_at: under loop {loop_name}, block {name} would read "
+                    f"dimension {dim} of buffer {region.buffer.name!r} over "
+                    f"[{_text(first)}, {_text(last)}], beyond the [{low.script()}, "
+                    f"{high.script()}] the producers write in one iteration; pick an outer loop"
+                )
 
 
 def _check_covered(
