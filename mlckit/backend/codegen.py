@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from mlckit.errors import BuildError
 from mlckit.ir.dtype import INT_DTYPES, UINT_DTYPES, bits, is_float, is_int
@@ -42,8 +42,9 @@ from mlckit.tir import stmt as S
 from mlckit.tir.buffer import Buffer, BufferRegion
 from mlckit.tir.function import PrimFunc
 
-# The longest name a generated function takes (numba's cache file names include it).
-MAX_FUNCTION_NAME = 64
+# The longest identifier in generated code: numba names its cache files after the function,
+# and LLVM cuts long argument names short (two long names that share a prefix would clash).
+MAX_NAME = 64
 
 # Python precedence levels (higher binds tighter).
 _PREC_TERNARY, _PREC_OR, _PREC_AND, _PREC_NOT, _PREC_CMP = 1, 2, 3, 4, 5
@@ -424,19 +425,24 @@ class PrimExprPrinter:
         )
 
 
+class _ShortNames(NameSupply):
+    """A NameSupply whose names have at most MAX_NAME characters (and a suffix if they clash)."""
+
+    def get(self, obj: Any, hint: str) -> str:
+        return super().get(obj, hint[:MAX_NAME])
+
+
 class PythonCodegen(PrimExprPrinter):
     """Emit one PrimFunc as a Python function named ``name``."""
 
     def __init__(self, func: PrimFunc, name: str, *, parallel: bool = True):
-        super().__init__(NameSupply(RESERVED), wrap_integers=True)
+        super().__init__(_ShortNames(RESERVED), wrap_integers=True)
         self.func = func
         # A kernel named like a builtin the code calls (``abs``, ``max``) must not shadow it;
-        # numba names its cache files after the function, so a long name is cut short; and a
-        # module's dunder attributes (``__class__``) are not its globals, so none is a name.
-        hint = name[:MAX_FUNCTION_NAME]
-        if hint.startswith("__") and hint.endswith("__"):
-            hint = hint.strip("_")
-        self.name = self.names.get(func, hint)
+        # and a module's dunder attributes (``__class__``) are not its globals, so none is a
+        # kernel's name.
+        dunder = name.startswith("__") and name.endswith("__")
+        self.name = self.names.get(func, name.strip("_") if dunder else name)
         self.parallel = parallel
         self.lines: list[str] = []
         self.indent = 1

@@ -445,11 +445,13 @@ def test_names_never_run_as_code(target):
         assert "        " + comment(f"block {name}") in lines
 
 
-def test_kernel_names_a_module_cannot_hold_build_for_llvm():
+def test_names_a_module_cannot_hold_build_for_llvm():
     """numba names its cache files after the function: a 300-character name raised OSError
-    (file name too long). A kernel named ``__class__`` was looked up as its module's class."""
-    a = te.placeholder((4,), "float32", name="A")
-    add_one = te.create_prim_func([a, te.compute((4,), lambda i: a[i] + 1, name="B")])
+    (file name too long). A kernel named ``__class__`` was looked up as its module's class.
+    LLVM cut two long parameter names to one ("redefinition of argument")."""
+    a = te.placeholder((4,), "float32", name="y" * 5000)
+    b = te.compute((4,), lambda i: a[i] + 1, name="y" * 5000 + "z")
+    add_one = te.create_prim_func([a, b])
     names = ["x" * 300, "__class__", "__dict__"]
     lib = mlckit.build(mlckit.IRModule(dict.fromkeys(names, add_one)), "llvm")
     for name in names:
