@@ -21,7 +21,8 @@ a triple quote, a backslash or a ``#``; unicode (``β``, right-to-left marks, NU
 Each program runs on "python" (one in ten on "llvm", one in 25 on "cuda", where numba's
 simulator stands in for a missing GPU) and its result is compared with numpy's.
 A trial passes when it computes numpy's result or is refused with an MLCError; it fails when
-the canary trips (a name ran as code), a result differs, or another exception escapes.
+the canary trips (a name ran as code), a result differs, the generated code does not compile,
+or another exception escapes.
 ``trial_for_seed(seed)`` repeats a trial; its case lists the names it used, as ``repr``.
 """
 
@@ -38,6 +39,7 @@ import numpy as np
 import mlckit
 from mlckit import relax, te, tir, topi
 from mlckit.backend.codegen import RESERVED
+from mlckit.errors import MLCError
 from mlckit.ir.module import IRModule
 from mlckit.relax.vm.codegen import VM_RUNTIME_NAMES
 from mlckit.script import from_source
@@ -352,7 +354,14 @@ def trial_for_seed(seed: int) -> Trial:
     nprng = np.random.default_rng(seed)
     listed = "\n".join(f"  {slot}: {names[slot]!r}" for slot in scenario.slots)
     case = f"seed {seed}: {scenario.name} on {target!r}, names\n{listed}"
-    return judge(NAME, case, lambda: scenario.run(names, target, nprng))
+    return judge(NAME, case, lambda: scenario.run(names, target, nprng), check_error=_check_error)
+
+
+def _check_error(err: MLCError) -> str | None:
+    """A name may be refused, but never by the code it generated failing to compile."""
+    if "numba could not compile" in str(err):
+        return "the generated code did not compile"
+    return None
 
 
 class _Campaign:
