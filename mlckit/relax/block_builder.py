@@ -345,9 +345,11 @@ class BlockBuilder:
         for gv, existing in self._mod.functions.items():
             if existing is func or structural_equal(existing, func):
                 return gv
+        # The function being built takes its name when it is finished: keep that one free.
+        taken = {self._func.name} if self._func is not None and self._func.gvar is None else set()
         name = func_name
         suffix = 1
-        while name in self._mod:
+        while name in self._mod or name in taken:
             name = f"{func_name}{suffix}"
             suffix += 1
         gvar = GlobalVar(name)

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from relax_helpers import assert_tensor, tensor
 
-from mlckit import relax, tir
+import mlckit
+from mlckit import relax, tir, topi
 from mlckit.errors import MLCError, StructInfoError
 from mlckit.ir import IRModule, Op
 
@@ -301,3 +302,16 @@ def test_module_holds_relax_functions():
     assert isinstance(mod, IRModule) and len(mod) == 1
     gv = mod.get_global_var("main")
     assert isinstance(gv.struct_info_, relax.FuncStructInfo)
+
+
+def test_a_kernel_named_like_the_open_function_gets_another_name():
+    # The kernel took the name "B", and the relax function "B" replaced it when finished.
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo((3,), "float32"))
+    with bb.function("B", [x]):
+        bb.emit_func_output(bb.emit_te(topi.add, x, x, primfunc_name_hint="B"))
+    mod = bb.get()
+    assert sorted(gv.name_hint for gv in mod.get_global_vars()) == ["B", "B1"]
+    vm = relax.VirtualMachine(relax.build(mod, "python"), mlckit.cpu())
+    data = np.arange(3, dtype="float32")
+    np.testing.assert_allclose(vm["B"](data).numpy(), data + data)
