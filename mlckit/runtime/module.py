@@ -291,6 +291,12 @@ def a(word: str) -> str:
     return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
 
 
+def division_by_zero(name: str) -> VMError:
+    """The error for an integer division by zero while ``name`` ran: a divisor read from the
+    data (both targets raise ZeroDivisionError there, as Python and numba do)."""
+    return VMError(f"{name}: integer division by zero (a divisor computed from the data is 0)")
+
+
 class PackedFunc:
     """A compiled function callable with NDArrays, numpy arrays or numbers, checked against
     its parameters (:func:`check_arguments`) before it runs."""
@@ -314,7 +320,11 @@ class PackedFunc:
                 f"{self.name} takes its arguments by position, {self.name}({names}); got "
                 f"keyword arguments {', '.join(kwargs)}"
             )
-        return self.func(*check_arguments(self.name, self.params, args, self.on_gpu))
+        checked = check_arguments(self.name, self.params, args, self.on_gpu)
+        try:
+            return self.func(*checked)
+        except ZeroDivisionError:
+            raise division_by_zero(self.name) from None
 
     def __repr__(self) -> str:
         return f"<PackedFunc {self.name}>"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import mlckit
-from mlckit import relax
+from mlckit import relax, te, tir
 from mlckit.errors import BuildError, VMError
 from mlckit.script import ir as I
 from mlckit.script import relax as R
@@ -201,3 +201,27 @@ def test_a_registered_function_returns_what_the_call_declares():
             vm["main"](np.ones(4, "float32"))
     finally:
         mlckit.runtime.remove_global_func("test.vm.twice")
+
+
+def _quotient(x: te.Tensor, y: te.Tensor) -> te.Tensor:
+    return te.compute(x.shape, lambda i: tir.floordiv(x[i], y[i]), name="q")
+
+
+@pytest.mark.parametrize("target", ["python", "llvm"])
+def test_an_integer_division_by_zero_in_the_data_is_a_vm_error(target):
+    # Both targets raised a bare ZeroDivisionError from inside the kernel.
+    a, b = (relax.Var(n, relax.TensorStructInfo((3,), "int32")) for n in "ab")
+    bb = relax.BlockBuilder()
+    with bb.function("main", [a, b]):
+        bb.emit_func_output(bb.emit_te(_quotient, a, b))
+    vm = relax.VirtualMachine(relax.build(bb.get(), target), mlckit.cpu())
+    numerators = np.array([4, 5, 6], "int32")
+    quotients = vm["main"](numerators, np.array([2, 2, 2], "int32")).numpy()
+    np.testing.assert_array_equal(quotients, [2, 2, 3])
+    with pytest.raises(VMError, match="main: integer division by zero"):
+        vm["main"](numerators, np.array([2, 0, 2], "int32"))
+
+    x, y = (te.placeholder((3,), "int32", name=n) for n in "xy")
+    kernel = mlckit.build(te.create_prim_func([x, y, _quotient(x, y)]), target)
+    with pytest.raises(VMError, match="integer division by zero"):
+        kernel["main"](numerators, np.array([0, 1, 1], "int32"), np.empty(3, "int32"))

@@ -14,7 +14,13 @@ from mlckit.errors import BuildError, MLCError, VMError
 from mlckit.ir.module import IRModule
 from mlckit.ir.name_supply import NameSupply
 from mlckit.runtime.cuda import is_device_array, numba_cuda
-from mlckit.runtime.module import BenchmarkResult, check_arguments, describe, time_function
+from mlckit.runtime.module import (
+    BenchmarkResult,
+    check_arguments,
+    describe,
+    division_by_zero,
+    time_function,
+)
 from mlckit.runtime.ndarray import Device, aligned_copy, cpu, cuda
 from mlckit.target import Target
 from mlckit.tir.function import PrimFunc
@@ -234,7 +240,11 @@ class VirtualMachine:
                 raise VMError(
                     f"{name} takes {len(params)} arguments ({', '.join(params)}), got {len(args)}"
                 )
-            result = func(*[runtime.from_ndarray(a, device, w) for a, w in zip(args, written)])
+            inputs = [runtime.from_ndarray(a, device, w) for a, w in zip(args, written)]
+            try:
+                result = func(*inputs)
+            except ZeroDivisionError:
+                raise division_by_zero(name) from None
             return _wrap_result(result, device)
 
         call.__name__ = name
