@@ -1,46 +1,100 @@
 """A block's iter vars must stay within their declared domains.
 
 ``vi = T.axis.spatial(64, i)`` under ``for i in range(128)`` declares that the block computes
-64 elements while the loop asks for 128: its stores would land outside the buffer the block
-was written for. The parser and the schedule keep the declaration as it is written; the code
-generator checks it before compiling, where an out-of-range store would otherwise be silent
-(numba does not check indices).
+64 elements while the loop asks for 128: the schedule reasons about the block with the
+declaration, the loops run something else. The parser and the schedule keep the declaration as
+it is written; this check runs before compiling and refuses a binding that surely leaves its
+domain. It proves each binding in range where it can (loops bound outermost first, so an
+extent like ``9 - yy`` is understood; under the predicates and conditions around the block);
+what it cannot prove is refused only when nothing guards the block and every loop extent is a
+constant, where the binding's bounds are the values it takes. Anything else is left alone:
+every buffer access is proved or checked in bounds by :mod:`.verify_bounds` regardless.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack
 
 from mlckit.arith import Analyzer
 from mlckit.errors import BuildError
 
 from .. import expr as E
-from ..analysis import block_nests
+from .. import stmt as S
 from ..function import PrimFunc
 from ..stmt_functor import substitute
 
 
 def verify_block_bindings(func: PrimFunc, name: str = "") -> None:
-    """Raise BuildError when a block's binding can leave its iter var's domain.
-
-    Blocks with a predicate (``T.where``, a split's partial tile) are skipped: the predicate is
-    what keeps their bindings in range. So are bindings whose range is not a constant."""
+    """Raise BuildError for a block binding that leaves its iter var's constant domain."""
     label = name or func.attrs.get("global_symbol", "main")
-    for realize, loops, bindings in block_nests(func):
-        if not E.is_true(realize.predicate):
-            continue
+    _Verifier(label).visit(func.body, [], [], {})
+
+
+class _Verifier:
+    def __init__(self, label: str):
+        self.label = label
+
+    def visit(
+        self, stmt: S.Stmt, loops: list[S.For], guards: list[E.PrimExpr], bindings: dict
+    ) -> None:
+        for child, loops_in, guards_in, bindings_in in self._children(
+            stmt, loops, guards, bindings
+        ):
+            self.visit(child, loops_in, guards_in, bindings_in)
+
+    def _children(
+        self, stmt: S.Stmt, loops: list[S.For], guards: list[E.PrimExpr], bindings: dict
+    ) -> Iterator[tuple[S.Stmt, list[S.For], list[E.PrimExpr], dict]]:
+        if isinstance(stmt, S.For):
+            yield stmt.body, [*loops, stmt], guards, bindings
+        elif isinstance(stmt, S.SeqStmt):
+            for child in stmt.seq:
+                yield child, loops, guards, bindings
+        elif isinstance(stmt, S.LetStmt):
+            inner = {**bindings, stmt.var: substitute(stmt.value, bindings)}
+            yield stmt.body, loops, guards, inner
+        elif isinstance(stmt, S.IfThenElse):
+            condition = substitute(stmt.condition, bindings)
+            yield stmt.then_case, loops, [*guards, condition], bindings
+            if stmt.else_case is not None:
+                yield stmt.else_case, loops, [*guards, E.Not(condition)], bindings
+        elif isinstance(stmt, (S.Allocate, S.AssertStmt)):
+            yield stmt.body, loops, guards, bindings
+        elif isinstance(stmt, S.BlockRealize):
+            block = stmt.block
+            if not E.is_true(stmt.predicate):
+                guards = [*guards, substitute(stmt.predicate, bindings)]
+            values = [substitute(v, bindings) for v in stmt.iter_values]
+            self.check(block, values, loops, guards)
+            inner = {**bindings, **{iv.var: v for iv, v in zip(block.iter_vars, values)}}
+            if block.init is not None:
+                yield block.init, loops, guards, inner
+            yield block.body, loops, guards, inner
+
+    def check(
+        self, block: S.Block, values: list[E.PrimExpr], loops: list[S.For], guards: list
+    ) -> None:
         analyzer = Analyzer()
         for loop in loops:
             analyzer.bind(loop.loop_var, E.Range.from_min_extent(loop.min, loop.extent))
-        for iv, value in zip(realize.block.iter_vars, realize.iter_values):
-            if not (isinstance(iv.dom.min, E.IntImm) and isinstance(iv.dom.extent, E.IntImm)):
-                continue
-            bound = analyzer.const_int_bound(substitute(value, bindings))
-            low, high = iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value
-            if (bound.min_value < low and bound.min_value > bound.NEG_INF) or (
-                bound.max_value >= high and bound.max_value < bound.POS_INF
-            ):
-                raise BuildError(
-                    f"{label}: block {realize.block.name_hint!r}: iter var "
-                    f"{iv.var.name_hint} = {value.script()} takes values in "
-                    f"[{bound.min_value}, {bound.max_value}], outside its domain [{low}, {high}); "
-                    "make the loop's extent match the T.axis declaration"
-                )
+        exact = not guards and all(isinstance(loop.extent, E.IntImm) for loop in loops)
+        with ExitStack() as scopes:
+            for guard in guards:
+                scopes.enter_context(analyzer.constraint_scope(guard))
+            for iv, value in zip(block.iter_vars, values):
+                dom = iv.dom
+                if not (isinstance(dom.min, E.IntImm) and isinstance(dom.extent, E.IntImm)):
+                    continue
+                low, high = dom.min.value, dom.min.value + dom.extent.value
+                if analyzer.can_prove(value >= low) and analyzer.can_prove(value < high):
+                    continue
+                bound = analyzer.const_int_bound(value)
+                finite = bound.min_value > bound.NEG_INF and bound.max_value < bound.POS_INF
+                if exact and finite and (bound.min_value < low or bound.max_value >= high):
+                    raise BuildError(
+                        f"{self.label}: block {block.name_hint!r}: iter var "
+                        f"{iv.var.name_hint} = {value.script()} takes values in "
+                        f"[{bound.min_value}, {bound.max_value}], outside its domain "
+                        f"[{low}, {high}); make the loop's extent match the T.axis declaration"
+                    )
