@@ -9,6 +9,7 @@ from mlckit import tir
 from mlckit.errors import ScheduleError
 from mlckit.ir import assert_structural_equal
 from mlckit.script import tir as T
+from mlckit.testing.fuzzing import schedules
 
 
 @T.prim_func
@@ -416,3 +417,34 @@ def test_reverse_compute_at_refuses_a_consumer_tile_wider_than_one_iteration_wri
     i, _ = sch.get_loops(sch.get_block("B"))
     sch.reverse_compute_at(tile, i)  # a whole row is written per iteration of i
     assert_same_numerics(row_copy, sch.mod, [(4, 13), (4, 13)])
+
+
+def _conv2d_rfactor_over_channels() -> tuple[tir.Schedule, list]:
+    sch = tir.Schedule(schedules.OPERATORS["conv2d"]())
+    sch.compute_inline(sch.get_block("pad_temp"))
+    loops = sch.get_loops(sch.get_block("conv2d_nchw"))
+    sch.split(loops[-1], [None, 3])
+    rf = sch.rfactor(sch.get_loops(sch.get_block("conv2d_nchw"))[4], 4)
+    return sch, sch.get_loops(rf)
+
+
+def test_reverse_compute_at_refuses_a_loop_inside_the_producers_reduction():
+    # Under the producer's reduction loop ry the consumer added each partial sum 3 times.
+    sch, (_, _, _, _, rc, _, rx_0, _) = _conv2d_rfactor_over_channels()
+    with pytest.raises(ScheduleError, match="inside loop 'ry', which reduces producer"):
+        sch.reverse_compute_at(sch.get_block("conv2d_nchw"), rx_0)
+    sch.reverse_compute_at(sch.get_block("conv2d_nchw"), rc)
+    conv2d = schedules.OPERATORS["conv2d"]()
+    shapes = [[int(d) for d in conv2d.buffer_map[p].shape] for p in conv2d.params]
+    assert_same_numerics(conv2d, sch.mod["main"], shapes)
+
+
+def test_reverse_compute_at_refuses_a_producer_that_skips_part_of_its_tile():
+    # A nested split (4 x 4 for 5) wrote 4 + 1 elements of a tile the consumer read as 16.
+    sch = tir.Schedule(schedules.OPERATORS["matmul"]())
+    rf = sch.rfactor(sch.get_loops(sch.get_block("T_matmul"))[2], 0)
+    copy = sch.cache_write(rf, 0, "global")
+    _, inner = sch.split(sch.get_loops(copy)[2], [3, None])
+    outer, _, _ = sch.split(inner, [4, 4, None])
+    with pytest.raises(ScheduleError, match="skips part of its tile under loop 'ax2_1_0'"):
+        sch.reverse_compute_at(sch.get_block("T_matmul"), outer)

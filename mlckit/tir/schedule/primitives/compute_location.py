@@ -168,6 +168,7 @@ def _move_under_loop(
     outer = [*sch.loops_above(target), target]
     conditions = _carried_predicate(kind, sch, realize, outer)
     if not forward:
+        _check_producers_complete(name, loop_name, required, outer)
         _check_reads_produced(name, loop_name, block, ranges, regions, analyzer)
         _check_covered(name, loop_name, block, ranges, outer)
         conditions += _producers_running(name, loop_name, required, outer)
@@ -397,6 +398,36 @@ def _carried_predicate(
             )
         carried.append(cond)
     return carried
+
+
+def _check_producers_complete(
+    name: str, loop_name: str, producers: Sequence[S.BlockRealize], outer: list[S.For]
+) -> None:
+    """Per iteration of the target loop, the producers must finish what the consumer reads
+    there. Refused: a target under one of a producer's reduction loops (its results are
+    partial until the reduction ends, and the consumer would run once per step), and a
+    producer predicate that skips part of its tile inside the target loop for another reason
+    than its iter vars' domains (a nested split's ``ax_1 * 4 + ax_2 < 5``): the consumer's
+    region, relaxed over the inner loops, would hold elements nobody writes there."""
+    around = {id(lp.loop_var): lp.loop_var.name_hint for lp in outer}
+    for producer in producers:
+        block = producer.block
+        for iv, value in zip(block.iter_vars, producer.iter_values):
+            reducing = [around[key] for key in used_vars(value) if key in around]
+            if iv.iter_type == E.IterVarType.CommReduce and reducing:
+                raise ScheduleError(
+                    f"reverse_compute_at: loop {loop_name} is inside loop {reducing[0]!r}, "
+                    f"which reduces producer {block.name_hint!r}: block {name} would read "
+                    "partial results once per step; pick a loop outside the reduction"
+                )
+        for cond in conjuncts(producer.predicate):
+            inner = used_vars(cond) - set(around)
+            if inner and not restates_domains(in_iter_vars(cond, producer), block):
+                raise ScheduleError(
+                    f"reverse_compute_at: producer {block.name_hint!r} skips part of its tile "
+                    f"under loop {loop_name} ({cond.script()}): block {name} would read "
+                    "elements nobody writes there; pick an outer loop"
+                )
 
 
 def _producers_running(
