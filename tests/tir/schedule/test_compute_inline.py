@@ -175,3 +175,29 @@ def test_blocks_that_cannot_be_inlined_raise_and_leave_the_schedule_unchanged():
         lambda: sch.reverse_compute_inline(c),
         r"reverse_compute_inline: block 'C' has 2 producer blocks \('B', 'E'\); it needs exactly",
     )
+
+
+@T.prim_func
+def two_consumers(
+    A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32"), D: T.Buffer((8,), "float32")
+):
+    B = T.alloc_buffer((8,), "float32")
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.remap("S", [i])
+            C[vi] = B[vi] + T.float32(1)
+    for i in range(8):
+        with T.block("D"):
+            vi = T.axis.remap("S", [i])
+            D[vi] = B[vi] * T.float32(3)
+
+
+def test_reverse_compute_inline_refuses_a_producer_read_by_another_block():
+    # Inlining C replaced B's store, and D then read a buffer nobody wrote.
+    sch = tir.Schedule(two_consumers)
+    with pytest.raises(ScheduleError, match="also read by 'D'"):
+        sch.reverse_compute_inline(sch.get_block("C"))

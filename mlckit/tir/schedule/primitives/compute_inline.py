@@ -105,6 +105,13 @@ def reverse_compute_inline(sch: Schedule, block: BlockRV) -> None:
     buffer = producer_store.buffer
     check_sole_writer(kind, producer, scope)
     _check_intermediate(sch, kind, producer, buffer)
+    # The producer's store is replaced: anyone else reading its buffer would read nothing.
+    others = [c for c in neighbours(producer, scope)[1] if c is not realize]
+    if others:
+        raise ScheduleError(
+            f"{kind}: buffer {buffer.name} of producer {producer.block.name_hint!r} is also read "
+            f"by {block_names(others)}; inlining block {name} would leave them nothing to read"
+        )
 
     loads: list[tuple[E.PrimExpr, ...]] = []
     post_order_visit(
