@@ -168,7 +168,7 @@ def _move_under_loop(
     outer = [*sch.loops_above(target), target]
     conditions = _carried_predicate(kind, sch, realize, outer)
     if not forward:
-        _check_producers_complete(name, loop_name, required, outer)
+        _check_producers_complete(block, loop_name, required, outer)
         _check_reads_produced(name, loop_name, block, ranges, regions, analyzer)
         _check_covered(name, loop_name, block, ranges, outer)
         conditions += _producers_running(name, loop_name, required, outer)
@@ -401,20 +401,28 @@ def _carried_predicate(
 
 
 def _check_producers_complete(
-    name: str, loop_name: str, producers: Sequence[S.BlockRealize], outer: list[S.For]
+    consumer: S.Block,
+    loop_name: str,
+    producers: Sequence[S.BlockRealize],
+    outer: list[S.For],
 ) -> None:
     """Per iteration of the target loop, the producers must finish what the consumer reads
-    there. Refused: a target under one of a producer's reduction loops (its results are
-    partial until the reduction ends, and the consumer would run once per step), and a
+    there. Refused: an accumulating consumer under one of a producer's reduction loops (the
+    producer's results are partial until the reduction ends, and the consumer would add them
+    once per step; one that overwrites ends with the last, complete, step), and a
     producer predicate that skips part of its tile inside the target loop for another reason
     than its iter vars' domains (a nested split's ``ax_1 * 4 + ax_2 < 5``): the consumer's
     region, relaxed over the inner loops, would hold elements nobody writes there."""
+    name = repr(consumer.name_hint)
     around = {id(lp.loop_var): lp.loop_var.name_hint for lp in outer}
+    accumulates = consumer.init is not None or any(
+        iv.iter_type != E.IterVarType.DataPar for iv in consumer.iter_vars
+    )
     for producer in producers:
         block = producer.block
         for iv, value in zip(block.iter_vars, producer.iter_values):
             reducing = [around[key] for key in used_vars(value) if key in around]
-            if iv.iter_type == E.IterVarType.CommReduce and reducing:
+            if accumulates and iv.iter_type == E.IterVarType.CommReduce and reducing:
                 raise ScheduleError(
                     f"reverse_compute_at: loop {loop_name} is inside loop {reducing[0]!r}, "
                     f"which reduces producer {block.name_hint!r}: block {name} would read "
