@@ -100,3 +100,14 @@ def test_scalar_attributes_are_checked(make):
     x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
     with pytest.raises(StructInfoError, match="must be an? (integer|number), got"):
         make(x)
+
+
+@pytest.mark.parametrize("call", [relax.op.call_packed, relax.op.call_pure_packed])
+def test_a_packed_call_names_its_callee(call):
+    # "env.log" * u (a typo for a comma) was taken as the callee, and the printed call did
+    # not parse back.
+    u = relax.Var("u", relax.TensorStructInfo((2,), "float32"))
+    with pytest.raises(StructInfoError, match="the callee must be a function name"):
+        call("env.log" * u, u, sinfo_args=relax.ObjectStructInfo())
+    made = call("env.log", u, sinfo_args=relax.ObjectStructInfo())
+    assert any(isinstance(part, relax.ExternFunc) for part in (made.op, *made.args))

@@ -133,7 +133,7 @@ register("relax.call_pure_packed", _infer_call_pure_packed, ("func",), num_input
 def _extern(func: Any, op: str) -> Expr:
     if isinstance(func, str):
         return ExternFunc(func)
-    if isinstance(func, Expr):
+    if isinstance(func, ExternFunc):
         return func
     raise StructInfoError(
         f"{op}: the callee must be a function name (str) or relax.ExternFunc, "
