@@ -27,6 +27,17 @@ def mm_relu(
             C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
 
 
+# A row sum whose extents (7 and 13) no split factor divides.
+@T.prim_func
+def row_sum_13(A: T.Buffer((7, 13), "float32"), B: T.Buffer((7,), "float32")):
+    for i, k in T.grid(7, 13):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+
+
 @T.prim_func
 def row_normalize(A: T.Buffer((6, 10), "float32"), C: T.Buffer((6, 10), "float32")):
     B = T.alloc_buffer((6,), "float32")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from schedule_helpers import assert_same_numerics, mm_relu
+from schedule_helpers import assert_same_numerics, mm_relu, row_sum_13
 
 from mlckit import tir
 from mlckit.errors import ScheduleError
@@ -191,16 +191,6 @@ def test_after_decompose_reduction_the_init_block_can_be_scheduled():
     sch.decompose_reduction(outer, i)
     sch.cache_write(sch.get_block("Y_init"), 0, "local")
     assert_same_numerics(mm_relu, sch.mod, [(128, 128)] * 3)
-
-
-@T.prim_func
-def row_sum_13(A: T.Buffer((7, 13), "float32"), B: T.Buffer((7,), "float32")):
-    for i, k in T.grid(7, 13):
-        with T.block("B"):
-            vi, vk = T.axis.remap("SR", [i, k])
-            with T.init():
-                B[vi] = T.float32(0)
-            B[vi] = B[vi] + A[vi, vk]
 
 
 def test_blockize_under_a_split_wider_than_the_loop_skips_the_tiles_past_the_end():

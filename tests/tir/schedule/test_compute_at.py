@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from schedule_helpers import assert_same_numerics, mm_relu
+from schedule_helpers import assert_same_numerics, mm_relu, row_sum_13
 
 from mlckit import tir
 from mlckit.errors import ScheduleError
@@ -256,16 +256,6 @@ def test_reverse_compute_at_refuses_a_strided_producer_tile():
     local = sch.cache_write(y, 0, "local")
     sch.reverse_compute_at(local, i2)
     assert_same_numerics(mm_relu, sch.mod, [(128, 128)] * 3)
-
-
-@T.prim_func
-def row_sum_13(A: T.Buffer((7, 13), "float32"), B: T.Buffer((7,), "float32")):
-    for i, k in T.grid(7, 13):
-        with T.block("B"):
-            vi, vk = T.axis.remap("SR", [i, k])
-            with T.init():
-                B[vi] = T.float32(0)
-            B[vi] = B[vi] + A[vi, vk]
 
 
 def test_compute_at_carries_a_predicate_relating_iter_vars():

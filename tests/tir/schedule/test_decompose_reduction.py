@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from schedule_helpers import assert_same_numerics, mm_relu, recomputed_row_sum, row_normalize
+from schedule_helpers import (
+    assert_same_numerics,
+    mm_relu,
+    recomputed_row_sum,
+    row_normalize,
+    row_sum_13,
+)
 
 from mlckit import tir
 from mlckit.backend import generate_function
@@ -131,16 +137,6 @@ def test_decompose_refuses_a_reduction_recomputed_under_the_loop():
     _, _, k = sch.get_loops(block)
     sch.decompose_reduction(block, k)
     assert_same_numerics(row_normalize, sch.mod, [(6, 10), (6, 10)])
-
-
-@T.prim_func
-def row_sum_13(A: T.Buffer((7, 13), "float32"), B: T.Buffer((7,), "float32")):
-    for i, k in T.grid(7, 13):
-        with T.block("B"):
-            vi, vk = T.axis.remap("SR", [i, k])
-            with T.init():
-                B[vi] = T.float32(0)
-            B[vi] = B[vi] + A[vi, vk]
 
 
 def test_decompose_a_blockized_tile_under_a_non_dividing_split():

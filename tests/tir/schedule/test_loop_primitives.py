@@ -4,7 +4,7 @@ one produces, numerics, the printed script and trace, replay, and the applicatio
 from __future__ import annotations
 
 import pytest
-from schedule_helpers import assert_same_numerics, mm_relu
+from schedule_helpers import assert_same_numerics, mm_relu, row_sum_13
 
 from mlckit import tir
 from mlckit.errors import ScheduleError
@@ -388,20 +388,10 @@ def test_fuse_refuses_annotated_and_thread_bound_loops():
     assert_refused(sch, lambda: sch.fuse(i, j), "fuse: loop 'j' has annotations or a thread")
 
 
-@T.prim_func
-def row_sum(A: T.Buffer((7, 13), "float32"), B: T.Buffer((7,), "float32")):
-    for i, k in T.grid(7, 13):
-        with T.block("B"):
-            vi, vk = T.axis.remap("SR", [i, k])
-            with T.init():
-                B[vi] = T.float32(0)
-            B[vi] = B[vi] + A[vi, vk]
-
-
 def test_reorder_refuses_to_swap_the_pieces_of_a_loop_fused_across_spatial_and_reduction():
     # Swapped, the pieces of i * 13 + k would visit (i = 3, k = 7) before (i = 3, k = 0),
     # where B's init runs.
-    sch = tir.Schedule(row_sum)
+    sch = tir.Schedule(row_sum_13)
     fused = sch.fuse(*sch.get_loops(sch.get_block("B")))
     outer, inner = sch.split(fused, factors=[2, None])
     before = sch.mod
@@ -409,4 +399,4 @@ def test_reorder_refuses_to_swap_the_pieces_of_a_loop_fused_across_spatial_and_r
         sch.reorder(inner, outer)
     assert_structural_equal(sch.mod, before)
     sch.reorder(outer, inner)  # their order as it is: nothing moves
-    assert_same_numerics(row_sum, sch.mod, [(7, 13), (7,)])
+    assert_same_numerics(row_sum_13, sch.mod, [(7, 13), (7,)])
