@@ -82,7 +82,7 @@ def extract_features(func: PrimFunc | IRModule) -> np.ndarray:
     lowered = lower_prim_func(the_prim_func(func))
     blocks = [
         _block(lowered, realize, loops, bindings)
-        for realize, loops, bindings in block_nests(lowered)
+        for realize, loops, bindings, _ in block_nests(lowered)
     ]
     main = max(blocks, key=lambda b: (b.flops, b.iterations), default=None)
     values = [main.features[name] if main else 0.0 for name in BLOCK_FEATURES]

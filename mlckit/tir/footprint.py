@@ -18,7 +18,7 @@ from mlckit.ir.module import IRModule
 from . import stmt as S
 from .analysis import get_block_read_write_region
 from .buffer import Buffer, BufferRegion
-from .expr import IntImm, Max, Min, PrimExpr, Range, Var
+from .expr import IntImm, Max, Min, Not, PrimExpr, Range, Var, is_true
 from .function import PrimFunc
 from .stmt_functor import substitute
 
@@ -96,9 +96,9 @@ def footprint(prim_func: PrimFunc | IRModule, block: str | None = None) -> Footp
     func = _the_func(prim_func)
     found = _find(func.body, block)
     if found is None:
-        names = [r.block.name_hint for r, _, _ in _nests(func.body, [], {})]
+        names = [n.realize.block.name_hint for n in block_nests(func)]
         raise MLCError(f"footprint: no block named {block!r}; blocks: {', '.join(names) or 'none'}")
-    realize, loops, bindings = found
+    realize, loops, bindings, _ = found
     accesses = _accesses(realize.block, bindings)
     analyzer = arith.Analyzer()
     rows = []
@@ -132,54 +132,59 @@ def _the_func(value: PrimFunc | IRModule) -> PrimFunc:
 
 
 class BlockNest(NamedTuple):
-    """A block, the loops around it (outermost first), and what the iter vars of it and of the
-    blocks around it are in terms of those loops."""
+    """A block, the loops around it (outermost first), what the iter vars of it and of the
+    blocks around it are in terms of those loops, and the conditions under which it runs
+    (its own and enclosing blocks' predicates, enclosing ``if`` conditions), in those terms."""
 
     realize: S.BlockRealize
     loops: list[S.For]
     bindings: dict[Var, PrimExpr]
+    guards: tuple[PrimExpr, ...] = ()
 
 
 def block_nests(func_or_stmt: PrimFunc | S.Stmt) -> list[BlockNest]:
     """Every block of a function (the root left out), in program order, with its loop nest."""
     body = func_or_stmt.body if isinstance(func_or_stmt, PrimFunc) else func_or_stmt
-    return list(_nests(body, [], {}))
+    return list(_nests(body, [], {}, ()))
 
 
 def _find(body: S.Stmt, name: str | None) -> BlockNest | None:
-    nests = [n for n in _nests(body, [], {}) if name is None or n[0].block.name_hint == name]
+    nests = [n for n in block_nests(body) if name is None or n.realize.block.name_hint == name]
     if not nests:
         return None
-    return max(nests, key=lambda n: len(n[1])) if name is None else nests[0]
+    return max(nests, key=lambda n: len(n.loops)) if name is None else nests[0]
 
 
-def _nests(stmt: Any, loops: list[S.For], bindings: dict[Var, PrimExpr]) -> Iterator[BlockNest]:
-    """Every block (not the root) with all loops around it, outermost first, and what the
-    iter vars of it and of the blocks around it are in terms of those loops."""
+def _nests(
+    stmt: Any, loops: list[S.For], bindings: dict[Var, PrimExpr], guards: tuple[PrimExpr, ...]
+) -> Iterator[BlockNest]:
     if isinstance(stmt, S.For):
-        yield from _nests(stmt.body, [*loops, stmt], bindings)
+        yield from _nests(stmt.body, [*loops, stmt], bindings, guards)
     elif isinstance(stmt, S.SeqStmt):
         for child in stmt.seq:
-            yield from _nests(child, loops, bindings)
+            yield from _nests(child, loops, bindings, guards)
     elif isinstance(stmt, S.LetStmt):
         inner = {**bindings, stmt.var: substitute(stmt.value, bindings)}
-        yield from _nests(stmt.body, loops, inner)
+        yield from _nests(stmt.body, loops, inner, guards)
     elif isinstance(stmt, S.IfThenElse):
-        yield from _nests(stmt.then_case, loops, bindings)
+        condition = substitute(stmt.condition, bindings)
+        yield from _nests(stmt.then_case, loops, bindings, (*guards, condition))
         if stmt.else_case is not None:
-            yield from _nests(stmt.else_case, loops, bindings)
+            yield from _nests(stmt.else_case, loops, bindings, (*guards, Not(condition)))
     elif isinstance(stmt, (S.Allocate, S.AssertStmt)):
-        yield from _nests(stmt.body, loops, bindings)
+        yield from _nests(stmt.body, loops, bindings, guards)
     elif isinstance(stmt, S.BlockRealize):
         block = stmt.block
         inner = dict(bindings)
         for iv, value in zip(block.iter_vars, stmt.iter_values):
             inner[iv.var] = substitute(value, bindings)
+        if not is_true(stmt.predicate):
+            guards = (*guards, substitute(stmt.predicate, bindings))
         if block.name_hint != "root":
-            yield BlockNest(stmt, loops, inner)
+            yield BlockNest(stmt, loops, inner, guards)
         if block.init is not None:
-            yield from _nests(block.init, loops, inner)
-        yield from _nests(block.body, loops, inner)
+            yield from _nests(block.init, loops, inner, guards)
+        yield from _nests(block.body, loops, inner, guards)
 
 
 def _accesses(block: S.Block, bindings: dict[Var, PrimExpr]) -> dict[Buffer, list[BufferRegion]]:

@@ -13,68 +13,20 @@ every buffer access is proved or checked in bounds by :mod:`.verify_bounds` rega
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from contextlib import ExitStack
 
 from mlckit.arith import Analyzer
 from mlckit.errors import BuildError
 
 from .. import expr as E
-from .. import stmt as S
+from ..analysis import block_nests
 from ..function import PrimFunc
-from ..stmt_functor import substitute
 
 
 def verify_block_bindings(func: PrimFunc, name: str = "") -> None:
     """Raise BuildError for a block binding that leaves its iter var's constant domain."""
     label = name or func.attrs.get("global_symbol", "main")
-    _Verifier(label).visit(func.body, [], [], {})
-
-
-class _Verifier:
-    def __init__(self, label: str):
-        self.label = label
-
-    def visit(
-        self, stmt: S.Stmt, loops: list[S.For], guards: list[E.PrimExpr], bindings: dict
-    ) -> None:
-        for child, loops_in, guards_in, bindings_in in self._children(
-            stmt, loops, guards, bindings
-        ):
-            self.visit(child, loops_in, guards_in, bindings_in)
-
-    def _children(
-        self, stmt: S.Stmt, loops: list[S.For], guards: list[E.PrimExpr], bindings: dict
-    ) -> Iterator[tuple[S.Stmt, list[S.For], list[E.PrimExpr], dict]]:
-        if isinstance(stmt, S.For):
-            yield stmt.body, [*loops, stmt], guards, bindings
-        elif isinstance(stmt, S.SeqStmt):
-            for child in stmt.seq:
-                yield child, loops, guards, bindings
-        elif isinstance(stmt, S.LetStmt):
-            inner = {**bindings, stmt.var: substitute(stmt.value, bindings)}
-            yield stmt.body, loops, guards, inner
-        elif isinstance(stmt, S.IfThenElse):
-            condition = substitute(stmt.condition, bindings)
-            yield stmt.then_case, loops, [*guards, condition], bindings
-            if stmt.else_case is not None:
-                yield stmt.else_case, loops, [*guards, E.Not(condition)], bindings
-        elif isinstance(stmt, (S.Allocate, S.AssertStmt)):
-            yield stmt.body, loops, guards, bindings
-        elif isinstance(stmt, S.BlockRealize):
-            block = stmt.block
-            if not E.is_true(stmt.predicate):
-                guards = [*guards, substitute(stmt.predicate, bindings)]
-            values = [substitute(v, bindings) for v in stmt.iter_values]
-            self.check(block, values, loops, guards)
-            inner = {**bindings, **{iv.var: v for iv, v in zip(block.iter_vars, values)}}
-            if block.init is not None:
-                yield block.init, loops, guards, inner
-            yield block.body, loops, guards, inner
-
-    def check(
-        self, block: S.Block, values: list[E.PrimExpr], loops: list[S.For], guards: list
-    ) -> None:
+    for realize, loops, bindings, guards in block_nests(func):
         analyzer = Analyzer()
         for loop in loops:
             analyzer.bind(loop.loop_var, E.Range.from_min_extent(loop.min, loop.extent))
@@ -82,8 +34,8 @@ class _Verifier:
         with ExitStack() as scopes:
             for guard in guards:
                 scopes.enter_context(analyzer.constraint_scope(guard))
-            for iv, value in zip(block.iter_vars, values):
-                dom = iv.dom
+            for iv in realize.block.iter_vars:
+                dom, value = iv.dom, bindings[iv.var]
                 if not (isinstance(dom.min, E.IntImm) and isinstance(dom.extent, E.IntImm)):
                     continue
                 low, high = dom.min.value, dom.min.value + dom.extent.value
@@ -93,7 +45,7 @@ class _Verifier:
                 finite = bound.min_value > bound.NEG_INF and bound.max_value < bound.POS_INF
                 if exact and finite and (bound.min_value < low or bound.max_value >= high):
                     raise BuildError(
-                        f"{self.label}: block {block.name_hint!r}: iter var "
+                        f"{label}: block {realize.block.name_hint!r}: iter var "
                         f"{iv.var.name_hint} = {value.script()} takes values in "
                         f"[{bound.min_value}, {bound.max_value}], outside its domain "
                         f"[{low}, {high}); make the loop's extent match the T.axis declaration"
