@@ -47,7 +47,7 @@ from .math import (
     tanh,
 )
 from .reduction import argmax, max, mean, min, sum
-from .transform import concatenate, full, matmul, reshape, take, transpose
+from .transform import concatenate, full, full_like, matmul, reshape, take, transpose
 
 __all__ = [
     "abs",
@@ -66,6 +66,7 @@ __all__ = [
     "floor",
     "floor_divide",
     "full",
+    "full_like",
     "greater",
     "greater_equal",
     "less",

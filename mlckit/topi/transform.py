@@ -1,5 +1,5 @@
 """Layout and creation operators: ``reshape``, ``transpose``, ``concatenate``, ``full``,
-the gather ``take``, and ``matmul`` with numpy's batch broadcasting."""
+``full_like``, the gather ``take``, and ``matmul`` with numpy's batch broadcasting."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from mlckit.ir.dtype import check_dtype, is_int
 from mlckit.tir import op as tir_op
 from mlckit.tir.expr import IntImm, PrimExpr, const, convert
 
+from .math import cast
 from .utils import (
     axis_names,
     broadcast_indices,
@@ -93,8 +94,12 @@ def transpose(a: te.Tensor, axes: Sequence[int] | None = None) -> te.Tensor:
     )
 
 
-def concatenate(a_tuple: Sequence[te.Tensor], axis: int = 0) -> te.Tensor:
-    """The tensors joined along ``axis``; every other dimension must agree."""
+def concatenate(a_tuple: Sequence[te.Tensor], axis: int | None = 0) -> te.Tensor:
+    """The tensors joined along ``axis``; every other dimension must agree. With
+    ``axis=None`` they are flattened first (row-major), as numpy's ``concatenate`` does.
+    Block ``T_concat``."""
+    if axis is None:
+        return concatenate([reshape(t, [prod(list(t.shape))]) for t in a_tuple], 0)
     tensors = list(a_tuple)
     if not tensors:
         raise StructInfoError("topi.concatenate needs at least one tensor")
@@ -175,18 +180,46 @@ def take(
 
 
 def full(shape: Sequence[Any], dtype: str, fill_value: Any) -> te.Tensor:
-    """A tensor of ``shape`` filled with ``fill_value``."""
-    value = const(fill_value, check_dtype(dtype))
+    """A tensor of ``shape`` filled with ``fill_value``: a number, or a 0-d tensor whose value
+    each element reads (converted to ``dtype``). Block ``T_full``."""
+    return _filled(shape, dtype, fill_value, "T_full")
+
+
+def full_like(x: te.Tensor, fill_value: Any) -> te.Tensor:
+    """A tensor of ``x``'s shape and dtype filled with ``fill_value``. Block ``T_full_like``."""
+    return _filled(x.shape, x.dtype, fill_value, "T_full_like")
+
+
+def _filled(shape: Sequence[Any], dtype: str, fill_value: Any, name: str) -> te.Tensor:
+    dtype = check_dtype(dtype)
+    if isinstance(fill_value, te.Tensor):
+        if fill_value.ndim != 0:
+            raise StructInfoError(
+                f"topi.full: the fill value must be a scalar (a 0-d tensor), got a tensor of "
+                f"shape {shape_text(fill_value.shape)}"
+            )
+        value = fill_value[()].astype(dtype)
+    else:
+        value = const(fill_value, dtype)
     return te.compute(
-        shape, lambda *i: value, name="T_full", tag="elemwise", varargs_names=axis_names(len(shape))
+        shape, lambda *i: value, name=name, tag="elemwise", varargs_names=axis_names(len(shape))
     )
 
 
 def matmul(
-    a: te.Tensor, b: te.Tensor, transpose_a: bool = False, transpose_b: bool = False
+    a: te.Tensor,
+    b: te.Tensor,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+    out_dtype: str | None = None,
 ) -> te.Tensor:
     """numpy's ``matmul``: the last two dims multiply, leading (batch) dims broadcast, a 1-d
-    operand is a vector (its dim is dropped from the result). Block ``T_matmul``."""
+    operand is a vector (its dim is dropped from the result). Block ``T_matmul``.
+
+    With an ``out_dtype`` the operands do not both have (mixed precision), both are converted
+    to it first, a ``T_cast`` stage each."""
+    if out_dtype is not None and not out_dtype == a.dtype == b.dtype:
+        a, b = cast(a, out_dtype), cast(b, out_dtype)
     if a.ndim == 0 or b.ndim == 0:
         raise StructInfoError("topi.matmul: operands must have at least one dimension")
     a_rows = a.ndim >= 2

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from topi_helpers import placeholders, random, run
+from topi_helpers import conv2d_ref, placeholders, random, run
 
 from mlckit import te, tir, topi
 from mlckit.errors import StructInfoError
@@ -95,27 +95,13 @@ def test_layer_norm():
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
 
 
-def _conv_ref(x, w, stride, pad, dil):
-    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    kh, kw = w.shape[2:]
-    oh = (xp.shape[2] - (kh - 1) * dil - 1) // stride + 1
-    ow = (xp.shape[3] - (kw - 1) * dil - 1) // stride + 1
-    out = np.zeros((x.shape[0], w.shape[0], oh, ow), "float32")
-    for i in range(oh):
-        for j in range(ow):
-            patch = xp[:, :, i * stride : i * stride + (kh - 1) * dil + 1 : dil,
-                       j * stride : j * stride + (kw - 1) * dil + 1 : dil]  # fmt: skip
-            out[:, :, i, j] = np.einsum("nchw,fchw->nf", patch, w)
-    return out
-
-
 @settings(max_examples=6, deadline=None)
 @given(stride=st.integers(1, 2), pad=st.integers(0, 1), dil=st.integers(1, 2))
 def test_conv2d_nchw(stride, pad, dil):
     x, w = random((1, 2, 5, 5), seed=1), random((3, 2, 2, 2), seed=2)
     X, W = placeholders([x, w])
     out = run([X, W], topi.nn.conv2d_nchw(X, W, stride, pad, dil), x, w)
-    np.testing.assert_allclose(out, _conv_ref(x, w, stride, pad, dil), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(out, conv2d_ref(x, w, stride, pad, dil), rtol=1e-4, atol=1e-5)
 
 
 def _pool_ref(x, k, s, pad, kind, include_pad, ceil_mode):

@@ -61,3 +61,23 @@ def broadcastable_shapes(draw: st.DrawFn) -> tuple[list[int], list[int]]:
 
 def random(shape: Sequence[int], dtype: str = "float32", seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).uniform(-2, 2, size=shape).astype(dtype)
+
+
+def conv2d_ref(
+    x: np.ndarray, w: np.ndarray, stride: int, pad: int, dil: int, groups: int = 1
+) -> np.ndarray:
+    """numpy's NCHW convolution of ``x`` with the OIHW kernel ``w`` in ``groups`` groups."""
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    kh, kw = w.shape[2:]
+    oh = (xp.shape[2] - (kh - 1) * dil - 1) // stride + 1
+    ow = (xp.shape[3] - (kw - 1) * dil - 1) // stride + 1
+    out = np.zeros((x.shape[0], w.shape[0], oh, ow), "float32")
+    cin, cout = x.shape[1] // groups, w.shape[0] // groups
+    for g in range(groups):
+        xg, wg = xp[:, g * cin : (g + 1) * cin], w[g * cout : (g + 1) * cout]
+        for i in range(oh):
+            for j in range(ow):
+                patch = xg[:, :, i * stride : i * stride + (kh - 1) * dil + 1 : dil,
+                           j * stride : j * stride + (kw - 1) * dil + 1 : dil]  # fmt: skip
+                out[:, g * cout : (g + 1) * cout, i, j] = np.einsum("nchw,fchw->nf", patch, wg)
+    return out

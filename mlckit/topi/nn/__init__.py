@@ -1,6 +1,7 @@
 """Neural-network operators (TVM's ``topi.nn``)."""
 
-from .conv2d import conv2d_nchw
+from .batch_norm import batch_norm
+from .conv2d import conv2d_nchw, group_conv2d_nchw
 from .dense import dense
 from .elemwise import gelu, relu, silu
 from .flatten import flatten
@@ -12,10 +13,12 @@ from .softmax import log_softmax, softmax
 __all__ = [
     "adaptive_pool",
     "avg_pool2d",
+    "batch_norm",
     "conv2d_nchw",
     "dense",
     "flatten",
     "gelu",
+    "group_conv2d_nchw",
     "layer_norm",
     "log_softmax",
     "max_pool2d",
