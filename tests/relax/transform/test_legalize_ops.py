@@ -17,7 +17,7 @@ import mlckit
 from mlckit import relax, tir, topi
 from mlckit.errors import MLCError
 from mlckit.ir import Op
-from mlckit.relax.transform.legalize_ops import LegalizeOps
+from mlckit.relax.transform.legalize_ops import LEGALIZATIONS, LegalizeOps
 from mlckit.script import ir as I
 from mlckit.script import relax as R
 from mlckit.script import tir as T
@@ -504,6 +504,15 @@ def test_every_registered_relax_op_is_covered():
         if name.startswith("relax.") and Op.get(name).get_attr("FLegalize") is not None
     }
     assert legalized <= set(CASES), legalized - set(CASES)
+
+
+def test_every_legalization_is_a_row_of_the_table():
+    registered = {
+        name: Op.get(name).get_attr("FLegalize")
+        for name in Op.list_op_names()
+        if Op.get(name).get_attr("FLegalize") is not None
+    }
+    assert registered == LEGALIZATIONS
 
 
 # ------------------------------------------------------------------------------ the pass

@@ -2,11 +2,12 @@
 
 Before this pass a program says *what* to compute (``R.nn.relu(x)``); the VM can only run
 functions whose loops exist. For each call of an op with a legalization (its ``FLegalize``
-attribute, registered by the modules of this package, one per op family) the pass asks that
-function for a replacement, typically ``bb.call_te(topi.nn.relu, x)``: the loop nest is
-generated from a tensor expression, added to the module as a PrimFunc (``relu``; a second,
-different one becomes ``relu1``) and the call becomes ``R.call_tir(cls.relu, (x,), ...)`` with
-the same struct info as the original call.
+attribute, registered from the table of :mod:`.table`: op name -> topi kernel and where its
+arguments come from) the pass asks that function for a replacement, typically
+``bb.call_te(topi.nn.relu, x)``: the loop nest is generated from a tensor expression, added
+to the module as a PrimFunc (``relu``; a second, different one becomes ``relu1``) and the
+call becomes ``R.call_tir(cls.relu, (x,), ...)`` with the same struct info as the original
+call.
 
 A call is left as it is when its op has no legalization, or when a shape it involves is not
 known (a tensor of unknown shape has no loop bounds to generate). ``call_tir`` and the packed
@@ -28,19 +29,8 @@ from ...expr import Call, Expr, Function
 from ...expr_functor import ExprMutator
 from ...struct_info import ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo
 from ...utils import format_struct_info
-from . import (
-    binary,
-    create,
-    datatype,
-    linear_algebra,
-    manipulate,
-    nn,
-    search,
-    statistical,
-    ternary,
-    unary,
-)
 from .common import LegalizeFunc, get_legalize, register_legalize
+from .table import LEGALIZATIONS
 
 # Calls that already name the code they run: never legalized, and not worth a warning.
 _LOW_LEVEL_OPS = frozenset({"relax.call_tir", "relax.call_dps_packed", "relax.call_pure_packed"})
@@ -121,17 +111,4 @@ def LegalizeOps(
     return legalize_ops
 
 
-__all__ = [
-    "LegalizeOps",
-    "binary",
-    "create",
-    "datatype",
-    "linear_algebra",
-    "manipulate",
-    "nn",
-    "register_legalize",
-    "search",
-    "statistical",
-    "ternary",
-    "unary",
-]
+__all__ = ["LEGALIZATIONS", "LegalizeOps", "register_legalize"]
