@@ -16,11 +16,25 @@ group's loop nests into one PrimFunc. The algorithm is TVM's:
    diamond ``a = exp(x); b = relu(x); c = add(a, b)`` it is ``c`` for ``x``. networkx computes
    it as the dominator tree of the reversed graph.
 3. **Fusion.** Walking the nodes in program order, a node is merged into the group of its
-   post-dominator when its pattern and every node on every path between them allow it:
-   an element-wise or broadcast node fuses into anything up to a reduction or a
-   kOutEWiseFusable group; a kOutEWiseFusable node (matmul) takes the element-wise ops that
-   follow it when the paths stay broadcast at most; injective nodes fuse in a second round, so
-   that matmul groups form first; reductions and opaque nodes start groups but never join one.
+   post-dominator, together with every node on every path between them, when a rule of
+   ``FUSE_RULES`` allows it. A rule names the node's pattern, the phase (matmul groups form
+   in phase 0, injective nodes join in phase 1), the largest pattern on the paths, and how
+   large the groups on the way and the post-dominator's group may be:
+
+   =====================  =====  ===============================  ==========  ================
+   node                   phase  largest pattern on the paths     on the way  post-dominator
+   =====================  =====  ===============================  ==========  ================
+   kOutEWiseFusable       0      kElemWise                        kBroadcast  kBroadcast
+   kElemWise, kBroadcast  0, 1   kInjective or less, kCommReduce  kInjective  kOutEWiseFusable
+   kInjective             1      any                              kInjective  kInjective
+   =====================  =====  ===============================  ==========  ================
+
+   So a matmul takes the element-wise ops that follow it, an element-wise or broadcast node
+   fuses into anything up to a reduction or a matmul group, and reductions and opaque nodes
+   start groups but never join one. In ``lv0 = matmul(x, w); lv1 = bias_add(lv0, b);
+   gv = relu(lv1)``, ``lv0``'s post-dominator is ``lv1``, element-wise: the first rule puts
+   the matmul into ``lv1``'s group, which is now a matmul group; the same rule then lets it
+   join ``gv``'s, giving one group (``fused_matmul_bias_add_relu``).
    Because a node joins the group of the node *all* its paths lead to, together with every node
    on those paths, nothing is computed twice, and groups never span two dataflow blocks.
    Groups are kept in a union-find forest.
@@ -34,7 +48,7 @@ group's loop nests into one PrimFunc. The algorithm is TVM's:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,6 +94,58 @@ class _Group:
         while group.parent is not None:
             group = group.parent
         return group
+
+
+@dataclass(frozen=True)
+class FuseRule:
+    """A node of a pattern in ``nodes`` joins its post-dominator's group in a phase of
+    ``phases`` when the largest pattern on the paths between them is in ``paths``, every
+    group on the way is at most ``on_path`` and the post-dominator's group at most
+    ``at_sink``."""
+
+    nodes: frozenset[K]
+    phases: frozenset[int]
+    paths: frozenset[K]
+    on_path: K
+    at_sink: K
+
+
+FUSE_RULES = (
+    # A matmul (conv, ...) takes the element-wise ops that follow it, before anything else.
+    FuseRule(
+        nodes=frozenset({K.kOutEWiseFusable}),
+        phases=frozenset({0}),
+        paths=frozenset({K.kElemWise}),
+        on_path=K.kBroadcast,
+        at_sink=K.kBroadcast,
+    ),
+    # Element-wise work fuses into what follows, up to a reduction or a matmul group;
+    # injective ops may sit on the way.
+    FuseRule(
+        nodes=frozenset({K.kElemWise, K.kBroadcast}),
+        phases=frozenset({0, 1}),
+        paths=frozenset({K.kElemWise, K.kBroadcast, K.kInjective, K.kCommReduce}),
+        on_path=K.kInjective,
+        at_sink=K.kOutEWiseFusable,
+    ),
+    # Injective ops (transpose, reshape) join, once the matmul groups have formed.
+    FuseRule(
+        nodes=frozenset({K.kInjective}),
+        phases=frozenset({1}),
+        paths=frozenset(K),
+        on_path=K.kInjective,
+        at_sink=K.kInjective,
+    ),
+)
+
+
+def find_fuse_rule(pattern: K, phase: int, path: K) -> FuseRule | None:
+    """The rule letting a node of ``pattern`` join its post-dominator in ``phase`` through
+    paths whose largest pattern is ``path``; None: it may not."""
+    for rule in FUSE_RULES:
+        if pattern in rule.nodes and phase in rule.phases and path in rule.paths:
+            return rule
+    return None
 
 
 def _node_pattern(value: Expr, mod: IRModule) -> K:
@@ -142,19 +208,6 @@ class _Partitioner:
                     target.has_anchor = True
                     target.pattern = max(child.pattern, target.pattern)
 
-    @staticmethod
-    def _rule(pattern: K, path: K, phase: int) -> Callable[[K, bool], bool] | None:
-        """What every node between a node of ``pattern`` and its post-dominator (reached
-        through nodes of at most ``path``) must be for the node to join it; None: it may not."""
-        if pattern == K.kOutEWiseFusable and phase == 0 and path == K.kElemWise:
-            return lambda kind, at_sink: kind <= K.kBroadcast
-        if pattern <= K.kBroadcast and (path <= K.kInjective or path == K.kCommReduce):
-            # Injective ops may sit on the paths; the end may be any fusable group.
-            return lambda kind, at_sink: kind <= (K.kOutEWiseFusable if at_sink else K.kInjective)
-        if pattern == K.kInjective and phase == 1:  # after matmul groups have formed
-            return lambda kind, at_sink: kind <= K.kInjective
-        return None
-
     def run(self) -> list[_Group]:
         """Fuse; returns each node's group root."""
         for group in self.groups:
@@ -166,9 +219,10 @@ class _Partitioner:
                     continue
                 between = list(self._between(node, sink))
                 path = max((self.groups[n].pattern for n in between), default=K.kElemWise)
-                rule = self._rule(group.pattern, path, phase)
+                rule = find_fuse_rule(group.pattern, phase, path)
                 if rule is not None and all(
-                    rule(self.groups[n].root().pattern, n == sink) for n in between
+                    self.groups[n].root().pattern <= (rule.at_sink if n == sink else rule.on_path)
+                    for n in between
                 ):
                     self._commit(node, sink)
         return [group.root() for group in self.groups]

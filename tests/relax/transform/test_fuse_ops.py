@@ -7,8 +7,9 @@ import numpy as np
 from mlckit import relax
 from mlckit.ir import assert_structural_equal
 from mlckit.ir.transform import PassContext
+from mlckit.relax.analysis.op_pattern import OpPatternKind as K
 from mlckit.relax.transform.annotate_tir_op_pattern import AnnotateTIROpPattern
-from mlckit.relax.transform.fuse_ops import FuseOps
+from mlckit.relax.transform.fuse_ops import FuseOps, find_fuse_rule
 from mlckit.script import ir as I
 from mlckit.script import relax as R
 from mlckit.script import tir as T
@@ -462,3 +463,14 @@ def test_tuple_fields_made_outside_a_group_are_not_fused() -> None:
     # The split feeds two results, so it stays alone; the tuple items fuse (injective) into
     # relu and exp, but a group would then receive a tuple: they are taken out again.
     assert_structural_equal(FuseOps()(SplitThenRelu), SplitThenRelu)
+
+
+def test_the_rules_let_no_reduction_or_opaque_node_join_a_group() -> None:
+    # They start groups (elementwise work fuses into a reduction) but never join one.
+    for pattern in (K.kCommReduce, K.kTuple, K.kOpaque):
+        assert all(find_fuse_rule(pattern, phase, path) is None for phase in (0, 1) for path in K)
+    # A matmul takes elementwise ops in the first phase only; injective ops wait for the second.
+    assert find_fuse_rule(K.kOutEWiseFusable, 0, K.kElemWise) is not None
+    assert find_fuse_rule(K.kOutEWiseFusable, 1, K.kElemWise) is None
+    assert find_fuse_rule(K.kInjective, 0, K.kElemWise) is None
+    assert find_fuse_rule(K.kInjective, 1, K.kOpaque) is not None
