@@ -2,8 +2,8 @@
 
 from mlckit.errors import ScheduleError
 
-from . import primitives
-from .schedule import BlockRV, ExprRV, LoopRV, Schedule, primitive
+from .schedule import Schedule
+from .state import BlockRV, ExprRV, LoopRV, ScheduleState
 from .trace import Instruction, Trace
 
 __all__ = [
@@ -13,6 +13,6 @@ __all__ = [
     "LoopRV",
     "Schedule",
     "ScheduleError",
+    "ScheduleState",
     "Trace",
-    "primitive",
 ]

@@ -1,69 +1,68 @@
 """``tir.Schedule``: transform a PrimFunc's loop nests step by step, recording every step.
 
-A schedule holds an IRModule and the name of the function it works on. TensorIR nodes are
-immutable, so every primitive builds a new function and puts it in the module; the handles a
-student holds stay meaningful across steps because they name things by identity:
+A schedule holds an IRModule and the name of the function it works on (its
+:class:`~mlckit.tir.schedule.state.ScheduleState`); handles (:class:`BlockRV`,
+:class:`LoopRV`) name blocks and loops of that function across steps.
 
-* a :class:`BlockRV` names a block by its ``name_hint`` (unique within a function);
-* a :class:`LoopRV` names a loop by its loop variable (primitives that keep a loop, such as
-  ``reorder`` or ``parallel``, keep its variable; ``split``/``fuse`` make new loops and
-  return new handles, and a handle to a loop that no longer exists says so).
-
-Every primitive is a function registered with :func:`primitive` (in ``primitives/``); the
-registration wraps it so that its arguments are checked against the function's annotations
-(a BlockRV where a block is expected, an integer where an ``int`` is, a list of them where a
-``Sequence`` is: :func:`check_arguments`), a call is recorded in ``sch.trace`` and, if it
-raises, the schedule is left exactly as it was and the error is a :class:`ScheduleError`
-naming the primitive.
+The class body of :class:`Schedule` is the table of contents of the schedule API: one method per
+primitive, grouped by what it does (queries, loop transformations, compute location, caching,
+reduction, blockize, layout, annotation, sampling). Each method says what the primitive does and
+hands the work to its implementation, a function of the state in ``primitives/``. The
+:func:`primitive` decorator makes each one a step of the schedule: the arguments are checked
+against the method's annotations (a BlockRV where a block is expected, an integer where an
+``int`` is, a list of them where a ``Sequence`` is: :func:`check_arguments`), the call is
+recorded in ``sch.trace`` and, if it raises, the schedule is left exactly as it was and the
+error is a :class:`ScheduleError` naming the primitive.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-import itertools
 import numbers
-import random
 import types
 import typing
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
 
 from mlckit.errors import MLCError, ScheduleError
 from mlckit.ir.module import IRModule
 
-from .. import stmt as S
-from ..expr import PrimExpr, Var
+from ..expr import PrimExpr
 from ..function import PrimFunc
-from ..stmt_functor import StmtExprMutator
-from .trace import Instruction, Trace
+from . import primitives
+from .state import BlockRV, ExprRV, LoopRV, ScheduleState, _short
+from .state import _walk_until_block as _walk_until_block  # default_gpu_schedule imports it here
+from .trace import SAMPLING_KINDS, Instruction, Trace
+
+Method = TypeVar("Method", bound=Callable[..., Any])
 
 
-class BlockRV:
-    """A handle to a block of the scheduled function (``sch.get_block("Y")``)."""
+def primitive(method: Method) -> Method:
+    """Make the schedule method ``method`` a recorded primitive named after it.
 
-    def __init__(self, name: str):
-        self.name = name
+    A call checks its arguments against the method's annotations, runs atomically (on an error
+    the schedule is restored and the error names the primitive) and is appended to the trace.
+    A sampling primitive (``decision=`` parameter) records its other arguments with their
+    defaults filled in, and keeps what it drew as the step's decision, which a replay passes
+    back as ``decision=``.
+    """
+    kind = method.__name__
 
-    def __repr__(self) -> str:
-        return f"BlockRV({self.name!r})"
+    @functools.wraps(method)
+    def recorded(self: Schedule, *args: Any, **kwargs: Any) -> Any:
+        bound = check_arguments(kind, method, args, kwargs)
+        if kind not in SAMPLING_KINDS:
+            return self._record(kind, method, args, kwargs)
+        bound.apply_defaults()
+        given = bound.arguments.pop("decision")
+        inputs = tuple(bound.arguments.values())[1:]
+        return self._record(kind, functools.partial(method, decision=given), inputs, {})
+
+    return cast(Method, recorded)
 
 
-class LoopRV:
-    """A handle to a loop of the scheduled function, identified by its loop variable."""
-
-    def __init__(self, loop_var: Var):
-        self.loop_var = loop_var
-
-    def __repr__(self) -> str:
-        return f"LoopRV({self.loop_var.name_hint!r})"
-
-
-class ExprRV(int):
-    """A sampled integer (``sch.sample_perfect_tile``): usable wherever a number is."""
-
-
-class Schedule:
+class Schedule(ScheduleState):
     """A schedule of ``mod`` (an IRModule of PrimFuncs, or one PrimFunc named ``main``)."""
 
     def __init__(
@@ -74,55 +73,13 @@ class Schedule:
         debug_mask: str | int = "all",
         error_render_level: str = "detail",
     ):
-        if isinstance(mod, PrimFunc):
-            mod = IRModule({"main": mod})
-        if not isinstance(mod, IRModule):
-            raise ScheduleError(
-                f"tir.Schedule takes a PrimFunc or an IRModule, not {type(mod).__name__}"
-            )
-        self._mod = mod.copy()
-        prim_funcs = [gv.name_hint for gv, f in mod.functions.items() if isinstance(f, PrimFunc)]
-        self._func_name: str | None = prim_funcs[0] if len(prim_funcs) == 1 else None
-        if "main" in prim_funcs:
-            self._func_name = "main"
+        super().__init__(mod, seed)
         self.trace = Trace()
-        self._rng = random.Random(seed)
-        self.seed_value = seed
-
-    # ------------------------------------------------------------------ the module
-    @property
-    def mod(self) -> IRModule:
-        return self._mod
-
-    @property
-    def func_name(self) -> str:
-        if self._func_name is None:
-            names = [
-                gv.name_hint for gv, f in self._mod.functions.items() if isinstance(f, PrimFunc)
-            ]
-            raise ScheduleError(
-                f"the module has several PrimFuncs ({', '.join(names)}); choose one with "
-                "sch.work_on(name) or get_block(name, func_name=...)"
-            )
-        return self._func_name
-
-    @property
-    def func(self) -> PrimFunc:
-        return self._mod[self.func_name]  # type: ignore[return-value]
-
-    def work_on(self, func_name: str) -> None:
-        if func_name not in self._mod or not isinstance(self._mod[func_name], PrimFunc):
-            raise ScheduleError(f"work_on: the module has no PrimFunc named {func_name!r}")
-        self._func_name = func_name
 
     def copy(self) -> Schedule:
-        other = Schedule.__new__(Schedule)
-        other._mod = self._mod.copy()
-        other._func_name = self._func_name
+        """An independent copy with the same module, trace so far and random state."""
+        other = cast(Schedule, super().copy())
         other.trace = self.trace.copy()
-        other._rng = random.Random()
-        other._rng.setstate(self._rng.getstate())
-        other.seed_value = self.seed_value
         return other
 
     def seed(self, seed: int) -> None:
@@ -138,93 +95,325 @@ class Schedule:
     def __repr__(self) -> str:
         return f"<tir.Schedule of {self._func_name or 'a module'}: {len(self.trace)} steps>"
 
-    # ------------------------------------------------------------------ handles
-    def get(self, rv: BlockRV | LoopRV | int) -> Any:
-        """The current Block or For a handle names (a sampled value for an ExprRV)."""
-        if isinstance(rv, BlockRV):
-            return self.block_realize(rv).block
-        if isinstance(rv, LoopRV):
-            return self.loop(rv)
-        if isinstance(rv, numbers.Integral):
-            return int(rv)
-        raise ScheduleError(
-            f"get: expected a block or loop handle or a sampled value, not {_short(rv)}"
-        )
+    # ================================================================== queries
+    @primitive
+    def get_block(self, name: str, func_name: str | None = None) -> BlockRV:
+        """The block named ``name`` (in the PrimFunc ``func_name``, which the schedule then
+        works on, when the module has several)."""
+        return primitives.queries.get_block(self, name, func_name)
 
-    def block_realize(self, rv: BlockRV) -> S.BlockRealize:
-        for realize in self.walk_blocks(self.func.body):
-            if realize.block.name_hint == rv.name:
-                _check_not_in_init(self.func.body, realize)
-                return realize
-        raise ScheduleError(
-            f"no block named {rv.name!r} in function {self.func_name!r}"
-            + _did_you_mean(rv.name, [r.block.name_hint for r in self.walk_blocks(self.func.body)])
-        )
-
-    def loop(self, rv: LoopRV) -> S.For:
-        for node in _walk(self.func.body):
-            if isinstance(node, S.For) and node.loop_var is rv.loop_var:
-                return node
-        raise ScheduleError(
-            f"the loop {rv.loop_var.name_hint!r} no longer exists in "
-            f"{self.func_name!r} (a split, fuse or inline replaced it)"
-        )
-
-    @staticmethod
-    def walk_blocks(stmt: S.Stmt) -> Iterator[S.BlockRealize]:
-        """Every BlockRealize under ``stmt`` except the root, in program order."""
-        for node in _walk(stmt):
-            if isinstance(node, S.BlockRealize) and node.block.name_hint != "root":
-                yield node
-
-    def loops_above(self, target: S.Stmt) -> list[S.For]:
-        """The loops enclosing ``target`` (outermost first), up to the nearest block."""
-        path = _path_to(self.func.body, target)
-        if path is None:
-            raise ScheduleError(
-                f"the statement is not in function {self.func_name!r} any more (it was "
-                "taken from another schedule or from before an earlier step)"
-            )
-        loops: list[S.For] = []
-        for node in path[:-1]:
-            if isinstance(node, S.For):
-                loops.append(node)
-            elif isinstance(node, S.Block) and node.name_hint != "root":
-                loops = []
-        return loops
-
-    def parent_of(self, target: S.Stmt) -> S.Stmt | None:
-        path = _path_to(self.func.body, target)
-        return path[-2] if path and len(path) > 1 else None
-
-    # ------------------------------------------------------------------ rewriting
-    def replace(self, old: S.Stmt, new: S.Stmt) -> None:
-        """Replace the statement ``old`` (by identity) with ``new`` in the current function."""
-        replacer = _Replace(old, new)
-        body = replacer.visit(self.func.body)
-        if not replacer.done:
-            raise ScheduleError(
-                f"the statement to replace is not in function {self.func_name!r} any more"
-            )
-        self._mod[self.func_name] = self.func.with_body(body)
-
-    def set_func(self, func: PrimFunc) -> None:
-        self._mod[self.func_name] = func
-
-    # ------------------------------------------------------------------ basic queries
-    # (get_block, get_loops, ... are registered below like every other primitive)
-
-    # Newer TVM spelling (tvm.s_tir.Schedule).
+    # Newer TVM spelling (tvm.s_tir.Schedule); recorded as get_block.
     def get_sblock(self, name: str, func_name: str | None = None) -> BlockRV:
-        return self.get_block(name, func_name)  # type: ignore[attr-defined]
+        return self.get_block(name, func_name)
 
-    # ------------------------------------------------------------------ recording
-    def _record(self, kind: str, impl: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        """Run primitive ``impl``; on failure restore the schedule; on success log it."""
+    @primitive
+    def get_loops(self, block: BlockRV) -> list[LoopRV]:
+        """The loops enclosing ``block`` up to the block above it, outermost first."""
+        return primitives.queries.get_loops(self, block)
+
+    @primitive
+    def get_child_blocks(self, parent: BlockRV | LoopRV) -> list[BlockRV]:
+        """The blocks directly under a block or a loop (not those inside another block)."""
+        return primitives.queries.get_child_blocks(self, parent)
+
+    @primitive
+    def get_producers(self, block: BlockRV) -> list[BlockRV]:
+        """The blocks that write a buffer ``block`` reads."""
+        return primitives.queries.get_producers(self, block)
+
+    @primitive
+    def get_consumers(self, block: BlockRV) -> list[BlockRV]:
+        """The blocks that read a buffer ``block`` writes."""
+        return primitives.queries.get_consumers(self, block)
+
+    # ================================================================== loop transformations
+    @primitive
+    def split(
+        self,
+        loop: LoopRV,
+        factors: Sequence[int | PrimExpr | None],
+        preserve_unit_iters: bool = True,
+        disable_predication: bool = False,
+    ) -> list[LoopRV]:
+        """Split ``loop`` into nested loops of extents ``factors`` (one may be None: inferred).
+
+        ``for i in range(n)`` with factors ``[None, 4]`` becomes ``for i_0 in range(ceil(n/4))``,
+        ``for i_1 in range(4)`` with ``i = i_0 * 4 + i_1``; when 4 does not divide ``n`` the
+        blocks inside get the predicate ``i_0 * 4 + i_1 < n`` so no iteration runs past the end.
+        Each factor is a positive integer or an integer expression (a symbolic extent).
+        """
+        return primitives.loop_transformation.split(
+            self, loop, factors, preserve_unit_iters, disable_predication
+        )
+
+    @primitive
+    def fuse(self, *loops: LoopRV | Sequence[LoopRV], preserve_unit_iters: bool = True) -> LoopRV:
+        """Fuse perfectly nested loops (outermost first) into one loop over their product.
+
+        ``for i in range(4): for j in range(8):`` becomes ``for i_j_fused in range(32):`` with
+        ``i = i_j_fused // 8`` and ``j = i_j_fused % 8`` substituted into the body. Block
+        bindings are simplified afterwards, which folds a unit-extent loop's iterator to 0
+        whatever ``preserve_unit_iters`` says; the flag is accepted so TVM schedules run
+        unchanged.
+        """
+        return primitives.loop_transformation.fuse(
+            self, *loops, preserve_unit_iters=preserve_unit_iters
+        )
+
+    @primitive
+    def reorder(self, *ordered_loops: LoopRV | Sequence[LoopRV]) -> None:
+        """Put the given loops in the given order (outermost first) among themselves.
+
+        The loops must lie on one chain of perfectly nested loops under one block scope; loops
+        of the chain that are not named stay where they are. Every loop keeps its variable, so
+        the handles stay valid.
+        """
+        return primitives.loop_transformation.reorder(self, *ordered_loops)
+
+    @primitive
+    def add_unit_loop(self, block_or_loop: BlockRV | LoopRV) -> LoopRV:
+        """Wrap a block (or a loop) in a new loop ``for u in range(1)`` and return it.
+
+        Nothing reads the new loop's variable, so the computation is unchanged; the loop gives
+        a block without loops (a 0-d result) or with reduction loops only something to
+        ``bind``.
+        """
+        return primitives.loop_transformation.add_unit_loop(self, block_or_loop)
+
+    @primitive
+    def parallel(self, loop: LoopRV) -> None:
+        """Run ``loop``'s iterations in parallel threads (``T.parallel``; numba's ``prange``)."""
+        return primitives.loop_transformation.parallel(self, loop)
+
+    @primitive
+    def vectorize(self, loop: LoopRV) -> None:
+        """Mark ``loop`` for SIMD execution (``T.vectorized``)."""
+        return primitives.loop_transformation.vectorize(self, loop)
+
+    @primitive
+    def unroll(self, loop: LoopRV) -> None:
+        """Mark ``loop`` to be unrolled (``T.unroll``); any loop can be, its order is kept."""
+        return primitives.loop_transformation.unroll(self, loop)
+
+    @primitive
+    def bind(self, loop: LoopRV, thread_axis: str) -> None:
+        """Bind ``loop`` to a GPU thread axis (``T.thread_binding(n, thread="threadIdx.x")``)."""
+        return primitives.loop_transformation.bind(self, loop, thread_axis)
+
+    # ================================================================== compute location
+    @primitive
+    def compute_at(
+        self,
+        block: BlockRV,
+        loop: LoopRV | str,
+        preserve_unit_loops: bool = False,
+        index: int = -1,
+    ) -> None:
+        """Move the producer ``block`` under ``loop`` of its consumers.
+
+        Per iteration of ``loop`` the block computes just the region its consumers under
+        ``loop`` read: its new loops (``ax0``, ``ax1``, ...) run over that region, and its iter
+        vars are bound to ``region min + loop var``. Loops of extent 1 are left out unless
+        ``preserve_unit_loops``. ``index`` picks the position among the statements of
+        ``loop``'s body: -1 (default) the last legal one (just before the first consumer), -2
+        the first.
+
+        ``loop`` may also be what ``sample_compute_location`` drew: ``"root"`` leaves the block
+        where it is and ``"inline"`` inlines it (as TVM's ``compute_at`` does), so a trace
+        replays whichever location a changed decision picks.
+        """
+        return primitives.compute_location.compute_at(self, block, loop, preserve_unit_loops, index)
+
+    @primitive
+    def reverse_compute_at(
+        self,
+        block: BlockRV,
+        loop: LoopRV,
+        preserve_unit_loops: bool = False,
+        index: int = -1,
+    ) -> None:
+        """Move the consumer ``block`` under ``loop`` of its producers.
+
+        Per iteration of ``loop`` the block computes just the region its producers under
+        ``loop`` have written (its iter vars bound to ``region min + loop var`` as in
+        ``compute_at``); ``index`` -1 (default) puts it at the last legal position (after the
+        producers, at the end of the loop body unless a consumer of its own follows).
+        """
+        return primitives.compute_location.reverse_compute_at(
+            self, block, loop, preserve_unit_loops, index
+        )
+
+    @primitive
+    def compute_inline(self, block: BlockRV) -> None:
+        """Inline the producer ``block`` into every block that reads its output.
+
+        The block must compute each element once, as ``B[v0, v1, ...] = f(...)`` with the store
+        indices exactly its iter vars; each load ``B[i, j]`` becomes ``f`` with ``v0, v1``
+        replaced by ``i, j``. The block, its loops and the buffer ``B`` disappear.
+        """
+        return primitives.compute_inline.compute_inline(self, block)
+
+    @primitive
+    def reverse_compute_inline(self, block: BlockRV) -> None:
+        """Inline the consumer ``block`` into its only producer.
+
+        The consumer must read the producer's buffer ``B`` at one point ``B[v0, v1, ...]`` made
+        of all its iter vars; the producer's store ``B[p] = g`` becomes the consumer's store
+        with ``v0, v1, ...`` replaced by ``p`` and the load of ``B`` replaced by ``g``. The
+        consumer, its loops and ``B`` disappear; the producer keeps its name and loops.
+        """
+        return primitives.compute_inline.reverse_compute_inline(self, block)
+
+    # ================================================================== caching
+    @primitive
+    def cache_read(self, block: BlockRV, read_buffer_index: int, storage_scope: str) -> BlockRV:
+        """Read the ``read_buffer_index``-th buffer of ``block`` through a copy in
+        ``storage_scope``; returns the copy block (``A_shared``).
+
+        The copy block (``A_shared[v0, v1] = A[v0, v1]``) runs over the region the readers
+        read, placed after the buffer's producer and before its first reader; every reader of
+        ``A`` reads ``A_shared`` instead.
+        """
+        return primitives.cache.cache_read(self, block, read_buffer_index, storage_scope)
+
+    @primitive
+    def cache_write(self, block: BlockRV, write_buffer_index: int, storage_scope: str) -> BlockRV:
+        """Make ``block`` write its ``write_buffer_index``-th buffer into a new buffer of
+        ``storage_scope`` and copy that back; returns the copy block (``Y_local``).
+
+        ``block`` writes ``Y_local`` instead of ``Y``, and the copy block
+        (``Y[v0, v1] = Y_local[v0, v1]``) follows it over the region it wrote.
+        """
+        return primitives.cache.cache_write(self, block, write_buffer_index, storage_scope)
+
+    @primitive
+    def set_scope(self, block: BlockRV, buffer_index: int, storage_scope: str) -> None:
+        """Move the ``buffer_index``-th buffer ``block`` writes to ``storage_scope`` (the buffer
+        must be allocated in the function, not be one of its parameters)."""
+        return primitives.cache.set_scope(self, block, buffer_index, storage_scope)
+
+    # ================================================================== reduction
+    @primitive
+    def decompose_reduction(self, block: BlockRV, loop: LoopRV) -> BlockRV:
+        """Split ``block`` into ``<name>_init`` (its init) before ``loop`` and ``<name>_update``.
+
+        The init block gets copies of the loops from ``loop`` down to the block whose variables
+        its spatial iter vars are bound to (named ``<loop>_init``); the update block is the
+        original without its init, and ``block`` names it from now on. ``loop`` must enclose
+        the block and every loop a reduction iter var is bound to. Returns the init block.
+        """
+        return primitives.reduction.decompose_reduction(self, block, loop)
+
+    @primitive
+    def rfactor(self, loop: LoopRV, factor_axis: int) -> BlockRV:
+        """Factor the reduction over ``loop`` into a new buffer ``<name>_rf`` whose extra
+        dimension (at ``factor_axis``) is indexed by ``loop``; returns the new ``<block>_rf``
+        block.
+
+        For ``B[vi] += A[vi, vk]`` with ``k = k_0 * 4 + k_1``, ``rfactor(k_1, 0)`` computes the
+        partial sums ``B_rf[vk_1, vi] += A[vi, vk_0 * 4 + vk_1]`` (a loop ``k_1`` that carries
+        no dependence any more) and then ``B[vi] += B_rf[vk_1, vi]``.
+        """
+        return primitives.rfactor.rfactor(self, loop, factor_axis)
+
+    # ================================================================== blockize
+    @primitive
+    def blockize(self, target_loop: LoopRV) -> BlockRV:
+        """Make the subtree of ``target_loop`` a new block ``<block>_o``; returns it.
+
+        Each binding splits into a part over the loops above ``target_loop`` and a part over
+        it and the loops under it: after ``split(j, [None, 4])``, blockize at ``j_1`` makes the
+        outer block iterate over tiles (``vj_o = j_0``) around the original block, now bound to
+        ``vj_i = j_1`` and indexing with ``vj = vj_o * 4 + vj_i``.
+        """
+        return primitives.blockize.blockize(self, target_loop)
+
+    # ================================================================== layout
+    @primitive
+    def transform_layout(
+        self,
+        block: BlockRV,
+        buffer: tuple[str, int] | str,
+        index_map: Callable[..., Any],
+        pad_value: Any = None,
+    ) -> None:
+        """Re-lay out ``buffer`` (``("read" | "write", index)`` of ``block``, or a buffer name)
+        by ``index_map``, a function from old indices to the list of new ones.
+
+        With ``lambda i, j: [i // 4, j, i % 4]`` a ``(128, 128)`` buffer gets the shape
+        ``(32, 128, 4)`` and every access ``Y[a, b]`` becomes ``Y[a // 4, b, a % 4]``; the map
+        must be a bijection (no padding: ``pad_value`` is not supported).
+        """
+        return primitives.layout.transform_layout(self, block, buffer, index_map, pad_value)
+
+    # ================================================================== annotation
+    @primitive
+    def annotate(self, block_or_loop: BlockRV | LoopRV, ann_key: str, ann_val: Any) -> None:
+        """Attach ``ann_key: ann_val`` to a loop or a block (``annotations={...}`` on the loop,
+        ``T.block_attr({...})`` in the block); later passes and the code generator read them."""
+        return primitives.loop_transformation.annotate(self, block_or_loop, ann_key, ann_val)
+
+    @primitive
+    def unannotate(self, block_or_loop: BlockRV | LoopRV, ann_key: str) -> None:
+        """Remove the annotation ``ann_key`` from a loop or a block."""
+        return primitives.loop_transformation.unannotate(self, block_or_loop, ann_key)
+
+    # ================================================================== sampling
+    # A sampling primitive returns what it drew; its decision goes to the trace (_decided).
+    @primitive
+    def sample_perfect_tile(
+        self,
+        loop: LoopRV,
+        n: int,
+        max_innermost_factor: int = 16,
+        decision: Sequence[int] | None = None,
+    ) -> list[ExprRV]:
+        """``n`` tile sizes whose product is exactly the extent of ``loop`` (a "perfect"
+        tiling: no partial tile, so ``split`` adds no predicate), the innermost at most
+        ``max_innermost_factor`` (-1: no limit).
+
+        Every such tiling is equally likely. A ``decision`` (a list of ``n`` sizes) is used as
+        it is when it still tiles the loop perfectly; otherwise it is repaired as TVM does: from
+        the innermost size outwards, a size that does not divide what is left becomes all of it.
+        """
+        return self._decided(
+            primitives.sampling.sample_perfect_tile(self, loop, n, max_innermost_factor, decision)
+        )
+
+    @primitive
+    def sample_categorical(
+        self, candidates: Sequence[int], probs: Sequence[float], decision: int | None = None
+    ) -> ExprRV:
+        """One of the integer ``candidates``, drawn with the probabilities ``probs`` (weights:
+        they need not sum to 1). The decision is the index of the chosen candidate."""
+        return self._decided(
+            primitives.sampling.sample_categorical(self, candidates, probs, decision)
+        )
+
+    @primitive
+    def sample_compute_location(self, block: BlockRV, decision: int | None = None) -> LoopRV | str:
+        """Where to compute ``block``: a loop of its consumers' nest where ``compute_at`` is
+        legal, ``"root"`` (leave the block where it is) or ``"inline"`` (where
+        ``compute_inline`` is legal). Apply the choice with ``compute_at``, which also takes
+        ``"root"`` (nothing to do) and ``"inline"`` (it inlines), so that a trace replays
+        whatever a changed decision picks::
+
+            sch.compute_at(block, sch.sample_compute_location(block))
+
+        Each candidate is drawn with equal probability. The decision is, as in TVM, the loop's
+        position among the loops above the (first) consumer, -1 for root and -2 for inline; a
+        decision that is no longer a candidate falls back to the nearest candidate outside it.
+        """
+        return self._decided(primitives.sampling.sample_compute_location(self, block, decision))
+
+    # ================================================================== recording
+    def _record(self, kind: str, body: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        """Run the primitive ``body``; on failure restore the schedule; on success log it."""
         saved_mod, saved_func = self._mod.copy(), self._func_name
         saved_rng = self._rng.getstate()
+        self._decision: Any = None  # what a sampling step drew (set by _decided)
         try:
-            result = impl(self, *args, **kwargs)
+            result = body(self, *args, **kwargs)
         except ScheduleError as err:
             self._restore(saved_mod, saved_func, saved_rng)
             if not str(err).startswith(f"{kind}:"):
@@ -233,27 +422,18 @@ class Schedule:
         except MLCError as err:
             self._restore(saved_mod, saved_func, saved_rng)
             raise ScheduleError(f"{kind}: {err}") from None
-        self.trace.append(Instruction(kind, args, kwargs, result))
+        self.trace.append(Instruction(kind, args, kwargs, result, self._decision))
         return result
+
+    def _decided(self, drawn: tuple[Any, Any]) -> Any:
+        """Keep the decision of a sampling step's ``(output, decision)`` for its trace
+        instruction; return the output."""
+        output, self._decision = drawn
+        return output
 
     def _restore(self, mod: IRModule, func_name: str | None, rng_state: Any) -> None:
         self._mod, self._func_name = mod, func_name
         self._rng.setstate(rng_state)
-
-
-def primitive(kind: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register ``impl(sch, ...)`` as the schedule method ``kind`` (recorded, atomic)."""
-
-    def register(impl: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(impl)
-        def method(self: Schedule, *args: Any, **kwargs: Any) -> Any:
-            check_arguments(kind, impl, args, kwargs)
-            return self._record(kind, impl, args, kwargs)
-
-        setattr(Schedule, kind, method)
-        return impl
-
-    return register
 
 
 # ---------------------------------------------------------------------- argument kinds
@@ -274,11 +454,12 @@ _KIND_NAMES: dict[Any, str] = {
 
 
 def check_arguments(
-    kind: str, impl: Callable[..., Any], args: tuple, kwargs: dict
+    kind: str, method: Callable[..., Any], args: tuple, kwargs: dict
 ) -> inspect.BoundArguments:
-    """Bind ``args``/``kwargs`` to ``impl(sch, ...)`` and check each against its annotation;
-    raise ScheduleError naming the primitive, the argument and what it expected."""
-    signature, hints = _annotations(impl)
+    """Bind ``args``/``kwargs`` to the schedule method ``method(self, ...)`` and check each
+    against its annotation; raise ScheduleError naming the primitive, the argument and what it
+    expected."""
+    signature, hints = _annotations(method)
     try:
         bound = signature.bind(None, *args, **kwargs)
     except TypeError as err:
@@ -298,8 +479,8 @@ def check_arguments(
 
 
 @functools.cache
-def _annotations(impl: Callable[..., Any]) -> tuple[inspect.Signature, dict[str, Any]]:
-    return inspect.signature(impl), typing.get_type_hints(impl)
+def _annotations(method: Callable[..., Any]) -> tuple[inspect.Signature, dict[str, Any]]:
+    return inspect.signature(method), typing.get_type_hints(method)
 
 
 def _alternatives(hint: Any) -> tuple[Any, ...]:
@@ -358,147 +539,3 @@ def _wrong_element(value: Any, hint: Any) -> str:
             if wrong:
                 return f"; element {wrong[0]} is {_short(value[wrong[0]])}"
     return ""
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    text = text if len(text) <= 60 else text[:57] + "..."
-    return f"{text} (of type {type(value).__name__})"
-
-
-# ---------------------------------------------------------------------- the queries
-@primitive("get_block")
-def _get_block(sch: Schedule, name: str, func_name: str | None = None) -> BlockRV:
-    if func_name is not None:
-        sch.work_on(func_name)
-    rv = BlockRV(name)
-    sch.block_realize(rv)  # raises when there is no such block
-    return rv
-
-
-@primitive("get_loops")
-def _get_loops(sch: Schedule, block: BlockRV) -> list[LoopRV]:
-    realize = sch.block_realize(block)
-    return [LoopRV(loop.loop_var) for loop in sch.loops_above(realize)]
-
-
-@primitive("get_child_blocks")
-def _get_child_blocks(sch: Schedule, parent: BlockRV | LoopRV) -> list[BlockRV]:
-    if isinstance(parent, BlockRV):
-        body = sch.block_realize(parent).block.body
-    else:
-        body = sch.loop(parent).body
-    children = []
-    for node in _walk_until_block(body):
-        children.append(BlockRV(node.block.name_hint))
-    return children
-
-
-@primitive("get_producers")
-def _get_producers(sch: Schedule, block: BlockRV) -> list[BlockRV]:
-    return _get_neighbours(sch, block, "producers")
-
-
-@primitive("get_consumers")
-def _get_consumers(sch: Schedule, block: BlockRV) -> list[BlockRV]:
-    return _get_neighbours(sch, block, "consumers")
-
-
-def _get_neighbours(sch: Schedule, block: BlockRV, direction: str) -> list[BlockRV]:
-    """Blocks writing what ``block`` reads (producers) or reading what it writes (consumers)."""
-    realize = sch.block_realize(block)
-    mine = realize.block.reads if direction == "producers" else realize.block.writes
-    buffers = {id(region.buffer) for region in mine}
-    result = []
-    for other in sch.walk_blocks(sch.func.body):
-        if other is realize:
-            continue
-        theirs = other.block.writes if direction == "producers" else other.block.reads
-        if any(id(region.buffer) in buffers for region in theirs):
-            result.append(BlockRV(other.block.name_hint))
-    return result
-
-
-# ---------------------------------------------------------------------- tree helpers
-def _children(node: Any) -> Iterator[Any]:
-    if isinstance(node, S.SeqStmt):
-        yield from node.seq
-    elif isinstance(node, S.For | S.LetStmt | S.Allocate):
-        yield node.body
-    elif isinstance(node, S.IfThenElse):
-        yield node.then_case
-        if node.else_case is not None:
-            yield node.else_case
-    elif isinstance(node, S.BlockRealize):
-        yield node.block
-    elif isinstance(node, S.Block):
-        if node.init is not None:
-            yield node.init
-        yield node.body
-
-
-def _walk(stmt: Any) -> Iterator[Any]:
-    """Every statement under ``stmt`` (itself included), parents before children."""
-    stack = [stmt]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(list(_children(node))))
-
-
-def _walk_until_block(stmt: Any) -> Iterator[S.BlockRealize]:
-    """The BlockRealizes directly under ``stmt`` (not inside another block)."""
-    stack = [stmt]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, S.BlockRealize):
-            yield node
-            continue
-        stack.extend(reversed(list(_children(node))))
-
-
-def _path_to(root: Any, target: Any) -> list[Any] | None:
-    if root is target:
-        return [root]
-    for child in _children(root):
-        path = _path_to(child, target)
-        if path is not None:
-            return [root, *path]
-    return None
-
-
-class _Replace(StmtExprMutator):
-    def __init__(self, old: S.Stmt, new: S.Stmt):
-        self.old, self.new, self.done = old, new, False
-
-    def visit(self, value: Any) -> Any:
-        if value is self.old:
-            self.done = True
-            return self.new
-        if isinstance(value, (S.Stmt, tuple, list)):
-            return super().visit(value)
-        return value  # expressions never contain statements
-
-
-def _check_not_in_init(body: S.Stmt, realize: S.BlockRealize) -> None:
-    """Refuse a block inside another block's ``T.init()`` (blockize puts one there): it runs
-    only on the first iteration of the outer reduction, which no primitive accounts for (TVM
-    does not even list such blocks)."""
-    path = _path_to(body, realize) or []
-    for parent, child in itertools.pairwise(path):
-        if isinstance(parent, S.Block) and child is parent.init:
-            raise ScheduleError(
-                f"block {realize.block.name_hint!r} is inside the T.init() of block "
-                f"{parent.name_hint!r}, where no primitive can work on it; "
-                f"decompose_reduction of block {parent.name_hint!r} first makes its init a "
-                "block of its own"
-            )
-
-
-def _did_you_mean(name: str, candidates: list[str]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(name, candidates, n=2)
-    if close:
-        return f"; did you mean {' or '.join(map(repr, close))}?"
-    return f"; blocks: {', '.join(candidates) or 'none'}"

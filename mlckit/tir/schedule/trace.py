@@ -240,8 +240,7 @@ def _lambda_text(func: Any) -> str:
 def _arguments(inst: Instruction, namer: _RVNamer) -> str:
     from .schedule import Schedule
 
-    method = getattr(Schedule, inst.kind)
-    params = list(inspect.signature(getattr(method, "__wrapped__", method)).parameters.values())
+    params = list(inspect.signature(getattr(Schedule, inst.kind)).parameters.values())
     parts = []
     for i, param in enumerate(params[1 : len(inst.args) + 1]):
         if param.kind is inspect.Parameter.VAR_POSITIONAL:

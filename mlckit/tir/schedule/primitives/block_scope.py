@@ -17,7 +17,7 @@ from ... import stmt as S
 from ...analysis import collect_vars, expr_deep_equal
 from ...buffer import Buffer, BufferRegion
 from ...stmt_functor import StmtExprMutator, substitute
-from ..schedule import Schedule, _children, _path_to
+from ..state import ScheduleState, _children, _path_to
 
 STORAGE_SCOPES = ("global", "shared", "shared.dyn", "local", "warp")
 
@@ -29,7 +29,7 @@ def check_storage_scope(kind: str, scope: str) -> None:
         )
 
 
-def path_to(sch: Schedule, stmt: S.Stmt) -> list[Any]:
+def path_to(sch: ScheduleState, stmt: S.Stmt) -> list[Any]:
     """The statements from the function body down to ``stmt`` (both included)."""
     path = _path_to(sch.func.body, stmt)
     if path is None:
@@ -37,7 +37,7 @@ def path_to(sch: Schedule, stmt: S.Stmt) -> list[Any]:
     return path
 
 
-def scope_block(sch: Schedule, stmt: S.Stmt) -> S.Block:
+def scope_block(sch: ScheduleState, stmt: S.Stmt) -> S.Block:
     """The nearest block strictly enclosing ``stmt`` (the root block for a top-level nest)."""
     for node in reversed(path_to(sch, stmt)[:-1]):
         if isinstance(node, S.Block):
@@ -54,7 +54,7 @@ def child_blocks(stmt: Any) -> Iterator[S.BlockRealize]:
             yield from child_blocks(child)
 
 
-def unique_block_name(sch: Schedule, base: str) -> str:
+def unique_block_name(sch: ScheduleState, base: str) -> str:
     """``base``, or ``base_1``, ``base_2``, ... when a block of that name exists already."""
     taken = {realize.block.name_hint for realize in sch.walk_blocks(sch.func.body)}
     name, n = base, 0
@@ -135,7 +135,7 @@ def insert_stmt(body: S.Stmt, pos: int, stmt: S.Stmt) -> S.Stmt:
     return S.SeqStmt(items)
 
 
-def replace_with_seq(sch: Schedule, old: S.Stmt, new: Sequence[S.Stmt]) -> None:
+def replace_with_seq(sch: ScheduleState, old: S.Stmt, new: Sequence[S.Stmt]) -> None:
     """Replace ``old`` by several statements, spliced into its parent sequence if it has one
     (so the function never holds a sequence nested directly in a sequence)."""
     parent = sch.parent_of(old)
@@ -148,7 +148,7 @@ def replace_with_seq(sch: Schedule, old: S.Stmt, new: Sequence[S.Stmt]) -> None:
         sch.replace(old, S.SeqStmt.flatten(new))
 
 
-def add_alloc(sch: Schedule, inside: S.Stmt, buffer: Buffer) -> None:
+def add_alloc(sch: ScheduleState, inside: S.Stmt, buffer: Buffer) -> None:
     """Allocate ``buffer`` in the scope block of ``inside`` (a statement of the function)."""
     scope = scope_block(sch, inside)
     sch.replace(scope, scope.with_fields(alloc_buffers=(*scope.alloc_buffers, buffer)))

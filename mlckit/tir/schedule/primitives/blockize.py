@@ -19,7 +19,7 @@ from mlckit.errors import ScheduleError
 from ... import expr as E
 from ... import stmt as S
 from ...stmt_functor import substitute
-from ..schedule import BlockRV, LoopRV, Schedule, primitive
+from ..state import BlockRV, LoopRV, ScheduleState
 from .block_scope import (
     at_first_iteration,
     check_reduced_once,
@@ -37,9 +37,7 @@ from .block_scope import (
 )
 
 
-@primitive("blockize")
-def blockize(sch: Schedule, target_loop: LoopRV) -> BlockRV:
-    """Make the subtree of ``target_loop`` a new block ``<block>_o``; returns it."""
+def blockize(sch: ScheduleState, target_loop: LoopRV) -> BlockRV:
     loop = sch.loop(target_loop)
     lname = repr(loop.loop_var.name_hint)
     realizes = list(child_blocks(loop))
@@ -232,7 +230,7 @@ def _outer_init(
     init: S.Stmt,
     inner_realize: S.BlockRealize,
     inner_loops: list[S.For],
-    sch: Schedule,
+    sch: ScheduleState,
     name: str,
 ) -> S.Stmt:
     """The outer block's init: the old init in a block ``<name>_init`` over the inner spatial

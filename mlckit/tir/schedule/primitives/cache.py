@@ -23,7 +23,7 @@ from ... import expr as E
 from ... import stmt as S
 from ...buffer import Buffer, BufferRegion
 from ...stmt_functor import StmtExprMutator, post_order_visit
-from ..schedule import BlockRV, Schedule, _children, _walk, primitive
+from ..state import BlockRV, ScheduleState, _children, _walk
 from .block_scope import (
     BufferSwap,
     check_storage_scope,
@@ -41,12 +41,9 @@ from .block_scope import (
 )
 
 
-@primitive("cache_read")
 def cache_read(
-    sch: Schedule, block: BlockRV, read_buffer_index: int, storage_scope: str
+    sch: ScheduleState, block: BlockRV, read_buffer_index: int, storage_scope: str
 ) -> BlockRV:
-    """Read the ``read_buffer_index``-th buffer of ``block`` through a copy in ``storage_scope``;
-    returns the copy block (``A_shared``)."""
     check_storage_scope("cache_read", storage_scope)
     realize = sch.block_realize(block)
     buffer = _nth_buffer("cache_read", realize.block, read_buffer_index, "read")
@@ -75,12 +72,9 @@ def cache_read(
     return BlockRV(name)
 
 
-@primitive("cache_write")
 def cache_write(
-    sch: Schedule, block: BlockRV, write_buffer_index: int, storage_scope: str
+    sch: ScheduleState, block: BlockRV, write_buffer_index: int, storage_scope: str
 ) -> BlockRV:
-    """Make ``block`` write its ``write_buffer_index``-th buffer into a new buffer of
-    ``storage_scope`` and copy that back; returns the copy block (``Y_local``)."""
     check_storage_scope("cache_write", storage_scope)
     realize = sch.block_realize(block)
     buffer = _nth_buffer("cache_write", realize.block, write_buffer_index, "write")
@@ -100,10 +94,7 @@ def cache_write(
     return BlockRV(name)
 
 
-@primitive("set_scope")
-def set_scope(sch: Schedule, block: BlockRV, buffer_index: int, storage_scope: str) -> None:
-    """Move the ``buffer_index``-th buffer ``block`` writes to ``storage_scope`` (the buffer must
-    be allocated in the function, not be one of its parameters)."""
+def set_scope(sch: ScheduleState, block: BlockRV, buffer_index: int, storage_scope: str) -> None:
     check_storage_scope("set_scope", storage_scope)
     blk = sch.block_realize(block).block
     buffer = _nth_buffer("set_scope", blk, buffer_index, "write")
@@ -228,7 +219,7 @@ class _CacheLocation:
 
 
 def _produced_region(
-    sch: Schedule, writer: S.BlockRealize, buffer: Buffer, loc: S.Stmt
+    sch: ScheduleState, writer: S.BlockRealize, buffer: Buffer, loc: S.Stmt
 ) -> BufferRegion:
     """What ``writer`` writes of ``buffer`` over all iterations of the loops below ``loc``."""
     region = next(w for w in writer.block.writes if w.buffer is buffer)
@@ -239,7 +230,7 @@ def _produced_region(
     return relax_region(region, bindings, dom, Analyzer())
 
 
-def _analyzer_at(sch: Schedule, loc: S.Stmt) -> Analyzer:
+def _analyzer_at(sch: ScheduleState, loc: S.Stmt) -> Analyzer:
     """An analyzer knowing the ranges of the loops and block iter vars around (and at)
     ``loc``, where the copy stage goes."""
     analyzer = Analyzer()
@@ -290,7 +281,7 @@ def _copy_stage(
 
 
 def _rewrite_scope(
-    sch: Schedule,
+    sch: ScheduleState,
     scope: S.Block,
     swap: dict[int, Buffer],
     should_swap: Callable[[S.Block], bool],

@@ -13,7 +13,7 @@ from ... import stmt as S
 from ...analysis import collect_vars, expr_deep_equal, infer_block_regions
 from ...buffer import Buffer
 from ...stmt_functor import StmtExprMutator, post_order_visit, substitute
-from ..schedule import BlockRV, Schedule, primitive
+from ..state import BlockRV, ScheduleState
 from .block_scope import scope_block
 from .compute_location import (
     block_names,
@@ -24,14 +24,7 @@ from .compute_location import (
 )
 
 
-@primitive("compute_inline")
-def compute_inline(sch: Schedule, block: BlockRV) -> None:
-    """Inline the producer ``block`` into every block that reads its output.
-
-    The block must compute each element once, as ``B[v0, v1, ...] = f(...)`` with the store
-    indices exactly its iter vars; each load ``B[i, j]`` becomes ``f`` with ``v0, v1`` replaced
-    by ``i, j``. The block, its loops and the buffer ``B`` disappear.
-    """
+def compute_inline(sch: ScheduleState, block: BlockRV) -> None:
     kind = "compute_inline"
     realize = sch.block_realize(block)
     store = _single_store(kind, realize)
@@ -75,15 +68,7 @@ def compute_inline(sch: Schedule, block: BlockRV) -> None:
     sch.set_func(sch.func.with_body(inliner.visit(sch.func.body)))
 
 
-@primitive("reverse_compute_inline")
-def reverse_compute_inline(sch: Schedule, block: BlockRV) -> None:
-    """Inline the consumer ``block`` into its only producer.
-
-    The consumer must read the producer's buffer ``B`` at one point ``B[v0, v1, ...]`` made of
-    all its iter vars; the producer's store ``B[p] = g`` becomes the consumer's store with
-    ``v0, v1, ...`` replaced by ``p`` and the load of ``B`` replaced by ``g``. The consumer,
-    its loops and ``B`` disappear; the producer keeps its name and loops.
-    """
+def reverse_compute_inline(sch: ScheduleState, block: BlockRV) -> None:
     kind = "reverse_compute_inline"
     realize = sch.block_realize(block)
     name = repr(realize.block.name_hint)
@@ -169,7 +154,9 @@ def _single_store(kind: str, realize: S.BlockRealize, role: str = "block") -> S.
     return block.body
 
 
-def _check_intermediate(sch: Schedule, kind: str, realize: S.BlockRealize, buffer: Buffer) -> None:
+def _check_intermediate(
+    sch: ScheduleState, kind: str, realize: S.BlockRealize, buffer: Buffer
+) -> None:
     """The buffer between the two blocks goes away, so it must not be a function parameter."""
     if any(b is buffer for b in sch.func.buffer_map.values()):
         raise ScheduleError(

@@ -21,7 +21,7 @@ from ... import stmt as S
 from ...analysis import collect_vars
 from ...buffer import BufferRegion
 from ...stmt_functor import StmtExprMutator, substitute
-from ..schedule import BlockRV, LoopRV, Schedule, _path_to, _walk_until_block, primitive
+from ..state import BlockRV, LoopRV, ScheduleState, _path_to, _walk_until_block
 from .block_scope import (
     conjunction,
     conjuncts,
@@ -38,26 +38,13 @@ from .block_scope import (
 Edit = Callable[[S.Stmt], list[S.Stmt]]
 
 
-@primitive("compute_at")
 def compute_at(
-    sch: Schedule,
+    sch: ScheduleState,
     block: BlockRV,
     loop: LoopRV | str,
     preserve_unit_loops: bool = False,
     index: int = -1,
 ) -> None:
-    """Move the producer ``block`` under ``loop`` of its consumers.
-
-    Per iteration of ``loop`` the block computes just the region its consumers under ``loop``
-    read: its new loops (``ax0``, ``ax1``, ...) run over that region, and its iter vars are
-    bound to ``region min + loop var``. Loops of extent 1 are left out unless
-    ``preserve_unit_loops``. ``index`` picks the position among the statements of ``loop``'s
-    body: -1 (default) the last legal one (just before the first consumer), -2 the first.
-
-    ``loop`` may also be what ``sample_compute_location`` drew: ``"root"`` leaves the block
-    where it is and ``"inline"`` inlines it (as TVM's ``compute_at`` does), so a trace replays
-    whichever location a changed decision picks.
-    """
     if isinstance(loop, str):
         from .compute_inline import compute_inline  # it imports this module
 
@@ -69,26 +56,19 @@ def compute_at(
     _move_under_loop(sch, "compute_at", block, loop, preserve_unit_loops, index)
 
 
-@primitive("reverse_compute_at")
 def reverse_compute_at(
-    sch: Schedule,
+    sch: ScheduleState,
     block: BlockRV,
     loop: LoopRV,
     preserve_unit_loops: bool = False,
     index: int = -1,
 ) -> None:
-    """Move the consumer ``block`` under ``loop`` of its producers.
-
-    Per iteration of ``loop`` the block computes just the region its producers under ``loop``
-    have written; ``index`` -1 (default) puts it at the last legal position (after the
-    producers, at the end of the loop body unless a consumer of its own follows).
-    """
     _move_under_loop(sch, "reverse_compute_at", block, loop, preserve_unit_loops, index)
 
 
 # ---------------------------------------------------------------------- the shared mechanism
 def _move_under_loop(
-    sch: Schedule,
+    sch: ScheduleState,
     kind: str,
     block_rv: BlockRV,
     loop_rv: LoopRV,
@@ -366,7 +346,7 @@ def _iter_ranges(
 
 
 def _carried_predicate(
-    kind: str, sch: Schedule, realize: S.BlockRealize, outer: list[S.For]
+    kind: str, sch: ScheduleState, realize: S.BlockRealize, outer: list[S.For]
 ) -> list[E.PrimExpr]:
     """The conditions of the moved block's predicate that its new loops must keep, in terms
     of its iter vars (and of the loops it stays under).
@@ -608,7 +588,7 @@ def check_sole_writer(kind: str, realize: S.BlockRealize, scope: S.Block) -> Non
                 )
 
 
-def removal_root(sch: Schedule, realize: S.BlockRealize, kind: str) -> S.Stmt:
+def removal_root(sch: ScheduleState, realize: S.BlockRealize, kind: str) -> S.Stmt:
     """The statement to delete to take a block out of the program: the block with the loops
     around it that hold nothing else."""
     path = _path_to(sch.func.body, realize)
@@ -629,7 +609,7 @@ def removal_root(sch: Schedule, realize: S.BlockRealize, kind: str) -> S.Stmt:
     )
 
 
-def edit_function(sch: Schedule, edits: dict[int, Edit], kind: str) -> None:
+def edit_function(sch: ScheduleState, edits: dict[int, Edit], kind: str) -> None:
     """Rebuild the function, replacing each statement whose id is in ``edits`` by the list of
     statements its edit returns for it (its children already rebuilt); an empty list removes
     it from the sequence holding it."""

@@ -23,23 +23,20 @@ from ... import expr as E
 from ... import stmt as S
 from ...buffer import Buffer, BufferRegion
 from ...stmt_functor import StmtExprMutator, substitute
-from ..schedule import BlockRV, Schedule, _walk, primitive
+from ..state import BlockRV, ScheduleState, _walk
 from .block_scope import NotEvaluable, evaluate, used_vars
 
 # Largest buffer whose map is checked element by element; beyond it only permutations pass.
 _MAX_CHECKED_ELEMENTS = 1 << 24
 
 
-@primitive("transform_layout")
 def transform_layout(
-    sch: Schedule,
+    sch: ScheduleState,
     block: BlockRV,
     buffer: tuple[str, int] | str,
     index_map: Callable[..., Any],
     pad_value: Any = None,
 ) -> None:
-    """Re-lay out ``buffer`` (``("read" | "write", index)`` of ``block``, or a buffer name)
-    by ``index_map``, a function from old indices to the list of new ones."""
     blk = sch.block_realize(block).block
     target = _find_buffer(blk, buffer)
     where = f"buffer {target.name!r} of block {blk.name_hint!r}"

@@ -1,10 +1,11 @@
 """Loop transformations: ``split``, ``fuse``, ``reorder``; the loop kinds ``parallel``,
 ``vectorize``, ``unroll`` and ``bind``; and ``annotate``/``unannotate`` of loops and blocks.
 
-A primitive is ``impl(sch, ...)`` registered with ``@primitive("name")``. It reads the current
-function through the schedule's handles (``sch.loop(rv)``, ``sch.block_realize(rv)``), builds
-new statements, swaps them in with ``sch.replace(old, new)``, and raises ScheduleError with the
-violated condition when it cannot apply (the schedule then rolls back by itself).
+A primitive is a function ``impl(sch, ...)`` of the schedule's state, called by the
+``Schedule`` method of its name. It reads the current function through the handles
+(``sch.loop(rv)``, ``sch.block_realize(rv)``), builds new statements, swaps them in with
+``sch.replace(old, new)``, and raises ScheduleError with the violated condition when it cannot
+apply (the schedule then rolls back by itself).
 """
 
 from __future__ import annotations
@@ -22,24 +23,16 @@ from ... import expr as E
 from ... import stmt as S
 from ...analysis import collect_vars, expr_deep_equal
 from ...stmt_functor import StmtExprMutator, post_order_visit, substitute
-from ..schedule import BlockRV, LoopRV, Schedule, _walk_until_block, primitive
+from ..state import BlockRV, LoopRV, ScheduleState, _walk_until_block
 
 
-@primitive("split")
 def split(
-    sch: Schedule,
+    sch: ScheduleState,
     loop: LoopRV,
     factors: Sequence[int | E.PrimExpr | None],
     preserve_unit_iters: bool = True,
     disable_predication: bool = False,
 ) -> list[LoopRV]:
-    """Split ``loop`` into nested loops of extents ``factors`` (one may be None: inferred).
-
-    ``for i in range(n)`` with factors ``[None, 4]`` becomes ``for i_0 in range(ceil(n/4))``,
-    ``for i_1 in range(4)`` with ``i = i_0 * 4 + i_1``; when 4 does not divide ``n`` the blocks
-    inside get the predicate ``i_0 * 4 + i_1 < n`` so no iteration runs past the end.
-    Each factor is a positive integer or an integer expression (a symbolic extent).
-    """
     node = sch.loop(loop)
     dtype = node.loop_var.dtype
     analyzer = Analyzer()
@@ -109,17 +102,9 @@ def add_predicate(stmt: S.Stmt, condition: E.PrimExpr) -> S.Stmt:
     return AddPredicate().visit(stmt)
 
 
-@primitive("fuse")
 def fuse(
-    sch: Schedule, *loops: LoopRV | Sequence[LoopRV], preserve_unit_iters: bool = True
+    sch: ScheduleState, *loops: LoopRV | Sequence[LoopRV], preserve_unit_iters: bool = True
 ) -> LoopRV:
-    """Fuse perfectly nested loops (outermost first) into one loop over their product.
-
-    ``for i in range(4): for j in range(8):`` becomes ``for i_j_fused in range(32):`` with
-    ``i = i_j_fused // 8`` and ``j = i_j_fused % 8`` substituted into the body. Block bindings
-    are simplified afterwards, which folds a unit-extent loop's iterator to 0 whatever
-    ``preserve_unit_iters`` says; the flag is accepted so TVM schedules run unchanged.
-    """
     nodes = [sch.loop(rv) for rv in _loop_list("fuse", loops)]
     if not nodes:
         raise ScheduleError("fuse: give at least one loop to fuse")
@@ -168,13 +153,7 @@ def fuse(
     return LoopRV(fused)
 
 
-@primitive("add_unit_loop")
-def add_unit_loop(sch: Schedule, block_or_loop: BlockRV | LoopRV) -> LoopRV:
-    """Wrap a block (or a loop) in a new loop ``for u in range(1)`` and return it.
-
-    Nothing reads the new loop's variable, so the computation is unchanged; the loop gives a
-    block without loops (a 0-d result) or with reduction loops only something to ``bind``.
-    """
+def add_unit_loop(sch: ScheduleState, block_or_loop: BlockRV | LoopRV) -> LoopRV:
     if isinstance(block_or_loop, BlockRV):
         node: S.Stmt = sch.block_realize(block_or_loop)
         dtype = "int32"
@@ -204,14 +183,7 @@ class _SimplifyBindings(StmtExprMutator):
         )
 
 
-@primitive("reorder")
-def reorder(sch: Schedule, *ordered_loops: LoopRV | Sequence[LoopRV]) -> None:
-    """Put the given loops in the given order (outermost first) among themselves.
-
-    The loops must lie on one chain of perfectly nested loops under one block scope; loops
-    of the chain that are not named stay where they are. Every loop keeps its variable, so
-    the handles stay valid.
-    """
+def reorder(sch: ScheduleState, *ordered_loops: LoopRV | Sequence[LoopRV]) -> None:
     nodes = [sch.loop(rv) for rv in _loop_list("reorder", ordered_loops)]
     given: set[int] = set()
     for node in nodes:
@@ -330,28 +302,20 @@ _ITER_KIND = {
 }
 
 
-@primitive("parallel")
-def parallel(sch: Schedule, loop: LoopRV) -> None:
-    """Run ``loop``'s iterations in parallel threads (``T.parallel``; numba's ``prange``)."""
+def parallel(sch: ScheduleState, loop: LoopRV) -> None:
     _set_kind(sch, "parallel", loop, S.ForKind.PARALLEL)
 
 
-@primitive("vectorize")
-def vectorize(sch: Schedule, loop: LoopRV) -> None:
-    """Mark ``loop`` for SIMD execution (``T.vectorized``)."""
+def vectorize(sch: ScheduleState, loop: LoopRV) -> None:
     _set_kind(sch, "vectorize", loop, S.ForKind.VECTORIZED)
 
 
-@primitive("unroll")
-def unroll(sch: Schedule, loop: LoopRV) -> None:
-    """Mark ``loop`` to be unrolled (``T.unroll``); any loop can be, its order is kept."""
+def unroll(sch: ScheduleState, loop: LoopRV) -> None:
     node = sch.loop(loop)
     sch.replace(node, node.with_fields(kind=S.ForKind.UNROLLED, thread_binding=None))
 
 
-@primitive("bind")
-def bind(sch: Schedule, loop: LoopRV, thread_axis: str) -> None:
-    """Bind ``loop`` to a GPU thread axis (``T.thread_binding(n, thread="threadIdx.x")``)."""
+def bind(sch: ScheduleState, loop: LoopRV, thread_axis: str) -> None:
     if not isinstance(thread_axis, str) or not _THREAD_AXIS.fullmatch(thread_axis):
         raise ScheduleError(
             f"bind: {thread_axis!r} is not a thread axis (loop {_name(sch.loop(loop))}); use "
@@ -361,11 +325,11 @@ def bind(sch: Schedule, loop: LoopRV, thread_axis: str) -> None:
 
 
 def _set_kind(
-    sch: Schedule, kind: str, loop: LoopRV, for_kind: S.ForKind, thread_axis: str | None = None
+    sch: ScheduleState, kind: str, loop: LoopRV, for_kind: S.ForKind, thread_axis: str | None = None
 ) -> None:
     """Give ``loop`` the kind ``for_kind`` once its iterations are shown to be independent."""
     node = sch.loop(loop)
-    for realize in Schedule.walk_blocks(node.body):
+    for realize in ScheduleState.walk_blocks(node.body):
         problem = _dataflow_problem(sch, realize, node)
         if problem is not None:
             raise ScheduleError(
@@ -404,7 +368,7 @@ def _check_spatial_binding(kind: str, loop: S.For, realize: S.BlockRealize) -> N
         )
 
 
-def _dataflow_problem(sch: Schedule, realize: S.BlockRealize, loop: S.For) -> str | None:
+def _dataflow_problem(sch: ScheduleState, realize: S.BlockRealize, loop: S.For) -> str | None:
     """Why the block is neither complete nor a reduction block under ``loop`` (TVM's compact
     dataflow), or None. Both kinds are the only writer of their outputs there and read an
     output only at the element they write; a complete block has spatial iter vars only, a
@@ -463,7 +427,7 @@ def _same_indices(a: Sequence[E.PrimExpr], b: Sequence[E.PrimExpr]) -> bool:
     return len(a) == len(b) and all(expr_deep_equal(x, y) for x, y in zip(a, b))
 
 
-def _shared_outputs(sch: Schedule, realize: S.BlockRealize, loop: S.For) -> list[str]:
+def _shared_outputs(sch: ScheduleState, realize: S.BlockRealize, loop: S.For) -> list[str]:
     """The buffers ``realize``'s block writes that another block of its scope under ``loop``
     writes too. A writer outside ``loop`` runs before or after all of its iterations, so it
     does not matter (``Y_update`` beside the loop of a decomposed reduction's ``Y_init``)."""
@@ -483,10 +447,9 @@ def _shared_outputs(sch: Schedule, realize: S.BlockRealize, loop: S.For) -> list
 
 
 # ---------------------------------------------------------------------- annotations
-@primitive("annotate")
-def annotate(sch: Schedule, block_or_loop: BlockRV | LoopRV, ann_key: str, ann_val: Any) -> None:
-    """Attach ``ann_key: ann_val`` to a loop or a block (``annotations={...}`` on the loop,
-    ``T.block_attr({...})`` in the block); later passes and the code generator read them."""
+def annotate(
+    sch: ScheduleState, block_or_loop: BlockRV | LoopRV, ann_key: str, ann_val: Any
+) -> None:
     node = _annotatable(sch, "annotate", block_or_loop)
     if not isinstance(ann_key, str) or not ann_key:
         raise ScheduleError(
@@ -497,9 +460,7 @@ def annotate(sch: Schedule, block_or_loop: BlockRV | LoopRV, ann_key: str, ann_v
     sch.replace(node, node.with_fields(annotations={**node.annotations, ann_key: value}))
 
 
-@primitive("unannotate")
-def unannotate(sch: Schedule, block_or_loop: BlockRV | LoopRV, ann_key: str) -> None:
-    """Remove the annotation ``ann_key`` from a loop or a block."""
+def unannotate(sch: ScheduleState, block_or_loop: BlockRV | LoopRV, ann_key: str) -> None:
     node = _annotatable(sch, "unannotate", block_or_loop)
     if ann_key not in node.annotations:
         existing = ", ".join(map(repr, node.annotations)) or "none"
@@ -510,7 +471,7 @@ def unannotate(sch: Schedule, block_or_loop: BlockRV | LoopRV, ann_key: str) -> 
     sch.replace(node, node.with_fields(annotations=annotations))
 
 
-def _annotatable(sch: Schedule, kind: str, rv: BlockRV | LoopRV) -> S.Block | S.For:
+def _annotatable(sch: ScheduleState, kind: str, rv: BlockRV | LoopRV) -> S.Block | S.For:
     if isinstance(rv, BlockRV):
         return sch.block_realize(rv).block
     if isinstance(rv, LoopRV):

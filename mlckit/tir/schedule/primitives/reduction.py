@@ -14,20 +14,12 @@ from ... import expr as E
 from ... import stmt as S
 from ...analysis import collect_vars, infer_block_regions
 from ...stmt_functor import substitute
-from ..schedule import BlockRV, LoopRV, Schedule, primitive
+from ..state import BlockRV, LoopRV, ScheduleState
 from .block_scope import at_first_iteration, check_reduced_once
 from .compute_location import edit_function
 
 
-@primitive("decompose_reduction")
-def decompose_reduction(sch: Schedule, block: BlockRV, loop: LoopRV) -> BlockRV:
-    """Split ``block`` into ``<name>_init`` (its init) before ``loop`` and ``<name>_update``.
-
-    The init block gets copies of the loops from ``loop`` down to the block whose variables
-    its spatial iter vars are bound to (named ``<loop>_init``); the update block is the
-    original without its init, and ``block`` names it from now on. ``loop`` must enclose the
-    block and every loop a reduction iter var is bound to. Returns the init block.
-    """
+def decompose_reduction(sch: ScheduleState, block: BlockRV, loop: LoopRV) -> BlockRV:
     kind = "decompose_reduction"
     realize = sch.block_realize(block)
     original = realize.block

@@ -30,7 +30,7 @@ from ... import stmt as S
 from ...analysis import collect_vars
 from ...buffer import Buffer, BufferRegion, decl_buffer
 from ...stmt_functor import StmtExprMutator, post_order_visit, substitute
-from ..schedule import BlockRV, LoopRV, Schedule, primitive
+from ..state import BlockRV, LoopRV, ScheduleState
 from .block_scope import (
     add_alloc,
     at_first_iteration,
@@ -63,10 +63,7 @@ class _Reduction:
     rhs: E.PrimExpr
 
 
-@primitive("rfactor")
-def rfactor(sch: Schedule, loop: LoopRV, factor_axis: int) -> BlockRV:
-    """Factor the reduction over ``loop`` into a new buffer ``<name>_rf`` whose extra dimension
-    (at ``factor_axis``) is indexed by ``loop``; returns the new ``<block>_rf`` block."""
+def rfactor(sch: ScheduleState, loop: LoopRV, factor_axis: int) -> BlockRV:
     rf_loop = sch.loop(loop)
     lname = repr(rf_loop.loop_var.name_hint)
     realizes = list(child_blocks(rf_loop))

@@ -25,15 +25,17 @@ primitive also takes ``decision=`` itself, to force a draw by hand.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mlckit.errors import ScheduleError
+from mlckit.errors import MLCError, ScheduleError
 
 from ... import expr as E
-from ..schedule import BlockRV, ExprRV, LoopRV, Schedule, _get_consumers, check_arguments
+from ..state import BlockRV, ExprRV, LoopRV, ScheduleState
+from .compute_inline import compute_inline
+from .compute_location import compute_at
+from .queries import get_consumers
 
 # Decisions of sample_compute_location that are not loop positions, as in TVM.
 INLINE_DECISION = -2
@@ -45,55 +47,14 @@ class LocationMark(str):
     naturally, and a new object per draw, so that the trace names each draw apart."""
 
 
-def sampling_primitive(kind: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register ``impl(sch, ..., decision) -> (output, decision)`` as schedule method ``kind``.
-
-    Like :func:`~mlckit.tir.schedule.primitive` (arguments checked, atomic, recorded), but the
-    instruction keeps the decision apart from the arguments: the trace prints it as
-    ``decision=...`` and a replay passes it back.
-    """
-
-    def register(impl: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(impl)
-        def method(self: Schedule, *args: Any, **kwargs: Any) -> Any:
-            bound = check_arguments(kind, impl, args, kwargs)
-            bound.apply_defaults()
-            given = bound.arguments.pop("decision")
-            inputs = tuple(bound.arguments.values())[1:]
-            drawn: list[Any] = []
-
-            def draw(sch: Schedule, *inputs: Any) -> Any:
-                output, decision = impl(sch, *inputs, decision=given)
-                drawn.append(decision)
-                return output
-
-            output = self._record(kind, draw, inputs, {})
-            self.trace.instructions[-1].decision = drawn[0]
-            return output
-
-        setattr(Schedule, kind, method)
-        return impl
-
-    return register
-
-
 # ---------------------------------------------------------------------- sample_perfect_tile
-@sampling_primitive("sample_perfect_tile")
 def sample_perfect_tile(
-    sch: Schedule,
+    sch: ScheduleState,
     loop: LoopRV,
     n: int,
     max_innermost_factor: int = 16,
     decision: Sequence[int] | None = None,
 ) -> tuple[list[ExprRV], list[int]]:
-    """``n`` tile sizes whose product is exactly the extent of ``loop`` (a "perfect" tiling:
-    no partial tile, so ``split`` adds no predicate), the innermost at most
-    ``max_innermost_factor`` (-1: no limit).
-
-    Every such tiling is equally likely. A ``decision`` (a list of ``n`` sizes) is used as it
-    is when it still tiles the loop perfectly; otherwise it is repaired as TVM does: from the
-    innermost size outwards, a size that does not divide what is left becomes all of it.
-    """
     node = sch.loop(loop)
     name = repr(node.loop_var.name_hint)
     if not isinstance(node.extent, E.IntImm):
@@ -132,7 +93,7 @@ def _repair_tiling(sizes: list[int], extent: int, n: int, name: str) -> list[int
     return sizes
 
 
-def _draw_tiling(sch: Schedule, extent: int, n: int, limit: int, name: str) -> list[int]:
+def _draw_tiling(sch: ScheduleState, extent: int, n: int, limit: int, name: str) -> list[int]:
     """A tiling drawn uniformly from all perfect tilings with innermost size <= ``limit``.
 
     The innermost size ``d`` is drawn first, weighted by how many tilings of ``extent // d``
@@ -151,7 +112,7 @@ def _draw_tiling(sch: Schedule, extent: int, n: int, limit: int, name: str) -> l
     return [*_draw_unlimited(sch, extent // innermost, n - 1), innermost]
 
 
-def _draw_unlimited(sch: Schedule, extent: int, n: int) -> list[int]:
+def _draw_unlimited(sch: ScheduleState, extent: int, n: int) -> list[int]:
     # A tiling is a way to share out each prime's exponent among the n sizes, independently
     # per prime; sharing e items into n parts uniformly is "stars and bars": choose where the
     # n - 1 bars go among e + n - 1 places.
@@ -183,15 +144,12 @@ def _factorize(value: int) -> dict[int, int]:
 
 
 # ---------------------------------------------------------------------- sample_categorical
-@sampling_primitive("sample_categorical")
 def sample_categorical(
-    sch: Schedule,
+    sch: ScheduleState,
     candidates: Sequence[int],
     probs: Sequence[float],
     decision: int | None = None,
 ) -> tuple[ExprRV, int]:
-    """One of the integer ``candidates``, drawn with the probabilities ``probs`` (weights: they
-    need not sum to 1). The decision is the index of the chosen candidate."""
     if len(candidates) != len(probs) or not candidates:
         raise ScheduleError(
             f"sample_categorical: {len(candidates)} candidates and {len(probs)} probabilities; "
@@ -215,21 +173,9 @@ def sample_categorical(
 
 
 # ---------------------------------------------------------------------- sample_compute_location
-@sampling_primitive("sample_compute_location")
 def sample_compute_location(
-    sch: Schedule, block: BlockRV, decision: int | None = None
+    sch: ScheduleState, block: BlockRV, decision: int | None = None
 ) -> tuple[LoopRV | str, int]:
-    """Where to compute ``block``: a loop of its consumers' nest where ``compute_at`` is legal,
-    ``"root"`` (leave the block where it is) or ``"inline"`` (where ``compute_inline`` is
-    legal). Apply the choice with ``compute_at``, which also takes ``"root"`` (nothing to do)
-    and ``"inline"`` (it inlines), so that a trace replays whatever a changed decision picks::
-
-        sch.compute_at(block, sch.sample_compute_location(block))
-
-    Each candidate is drawn with equal probability. The decision is, as in TVM, the loop's
-    position among the loops above the (first) consumer, -1 for root and -2 for inline; a
-    decision that is no longer a candidate falls back to the nearest candidate outside it.
-    """
     candidates = _compute_locations(sch, block)
     positions = sorted(candidates)
     if decision is None:
@@ -240,13 +186,13 @@ def sample_compute_location(
     return candidates[chosen], chosen
 
 
-def _compute_locations(sch: Schedule, block: BlockRV) -> dict[int, LoopRV | str]:
+def _compute_locations(sch: ScheduleState, block: BlockRV) -> dict[int, LoopRV | str]:
     """The legal locations of ``block``, keyed by their decision."""
     sch.block_realize(block)  # a clear error when there is no such block
     locations: dict[int, LoopRV | str] = {ROOT_DECISION: LocationMark("root")}
-    if _legal(sch, "compute_inline", block):
+    if _legal(sch, compute_inline, block):
         locations[INLINE_DECISION] = LocationMark("inline")
-    consumers = [sch.block_realize(c) for c in _get_consumers(sch, block)]
+    consumers = [sch.block_realize(c) for c in get_consumers(sch, block)]
     if not consumers:
         return locations
     # Only loops enclosing every consumer can hold the block for all of them.
@@ -259,19 +205,17 @@ def _compute_locations(sch: Schedule, block: BlockRV) -> dict[int, LoopRV | str]
         shared = shared[:common]
     for position, loop in enumerate(shared):
         rv = LoopRV(loop.loop_var)
-        if _legal(sch, "compute_at", block, rv):
+        if _legal(sch, compute_at, block, rv):
             locations[position] = rv
     return locations
 
 
-def _legal(sch: Schedule, kind: str, *args: Any) -> bool:
-    """Whether primitive ``kind`` applies (tried on a copy; False when no such primitive)."""
-    if not hasattr(Schedule, kind):
-        return False
+def _legal(sch: ScheduleState, apply: Callable[..., Any], *args: Any) -> bool:
+    """Whether the primitive implementation ``apply`` applies (tried on a copy)."""
     trial = sch.copy()
     try:
-        getattr(trial, kind)(*args)
-    except ScheduleError:
+        apply(trial, *args)
+    except MLCError:
         return False
     return True
 
@@ -283,5 +227,4 @@ __all__ = [
     "sample_categorical",
     "sample_compute_location",
     "sample_perfect_tile",
-    "sampling_primitive",
 ]
