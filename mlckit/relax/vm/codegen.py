@@ -12,7 +12,9 @@ one by one: ``R.builtin.alloc_tensor`` is ``aligned_empty``, a storage from
 ``R.memory.alloc_storage`` a flat ``np.uint8`` buffer (aligned likewise),
 ``R.memory.alloc_tensor`` a view into it
 (``storage[0:4096].view(np.float32).reshape((16, 64))``), ``R.memory.kill_*`` a ``del``, and a
-direct call of a kernel (``cls.relu(x, alloc)``) is that call, writing into ``alloc``.
+direct call of a kernel (``cls.relu(x, alloc)``) is that call, writing into ``alloc``. Each
+operator the VM runs itself has one emitter method, named by the table
+``RelaxToPython.OP_EMITTERS``; any other operator must be legalized first.
 
 A kernel's arguments are held to its parameters as every compiled function's are
 (``runtime.module.check_arguments``): at build time where their struct info decides (a wrong
@@ -25,7 +27,8 @@ the code itself uses (``VM_RESERVED``), and all other text is a ``string_literal
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from mlckit.backend.codegen import HELPER_SOURCE, RESERVED, PrimExprPrinter, string_literal
 from mlckit.errors import BuildError
@@ -91,9 +94,6 @@ VM_RUNTIME_NAMES = frozenset(
 # and the module's ``__builtins__``. A user's name (a parameter ``β`` sanitizes to ``_``) never
 # takes one of them: it gets a suffix instead.
 VM_RESERVED = VM_RUNTIME_NAMES | RESERVED | set(HELPER_SOURCE) | {"_", "__builtins__"}
-
-_DPS_OPS = {"relax.call_tir", "relax.call_dps_packed"}
-_KILL_OPS = {"relax.memory.kill_storage", "relax.memory.kill_tensor"}
 
 
 class RelaxToPython:
@@ -281,31 +281,15 @@ class RelaxToPython:
     def call(self, target: str, call: Call, binding: VarBinding) -> None:
         op = call.op
         if isinstance(op, Op):
-            if op.name in _DPS_OPS:
-                self.destination_passing_call(target, call)
-                self.owned.add(binding.var)  # an allocation (a tuple of them for several)
-            elif op.name == "relax.call_pure_packed":
-                func, *args = call.args
-                self.emit(f"{target} = call_packed({self._extern_name(func)}, {self._tuple(args)})")
-                self.check_result(target, binding, func)
-            elif op.name == "relax.builtin.alloc_tensor":
-                shape, dtype = self._shape_text(call.args[0]), self._dtype_of(call.args[1])
-                self.emit(f"{target} = {self._empty(shape, dtype)}")
-                self.owned.add(binding.var)
-            elif op.name == "relax.memory.alloc_storage":
-                self.alloc_storage(target, call, binding)
-            elif op.name == "relax.memory.alloc_tensor":
-                self.storage_view(target, call, binding)
-                self.owned.add(binding.var)
-            elif op.name in _KILL_OPS:
-                self.kill(target, call, binding)
-            else:
+            emit = self.OP_EMITTERS.get(op.name)
+            if emit is None:
                 raise BuildError(
                     f"{self.func_label()}: "
                     f"`{binding.var.name_hint} = {_op_spelling(op.name)}(...)` "
                     f"uses the high-level operator {op.name}, which has no kernel yet; lower it "
                     "to TensorIR first with relax.transform.LegalizeOps()"
                 )
+            emit(self, target, call, binding)
         elif isinstance(op, GlobalVar):
             callee = self.globals.get(op.name_hint)
             if callee is None:
@@ -338,6 +322,19 @@ class RelaxToPython:
             self.emit(f"{self.names.get(binding.var, binding.var.name_hint)} = {statement}")
         else:
             self.emit(statement)
+
+    # ------------------------------------------------------------------ the VM's own operators
+    def pure_packed_call(self, target: str, call: Call, binding: VarBinding) -> None:
+        """``R.call_pure_packed(f, *args)``: the registered function's result, checked."""
+        func, *args = call.args
+        self.emit(f"{target} = call_packed({self._extern_name(func)}, {self._tuple(args)})")
+        self.check_result(target, binding, func)
+
+    def alloc_tensor(self, target: str, call: Call, binding: VarBinding) -> None:
+        """``R.builtin.alloc_tensor(shape, dtype, ...)``: a fresh array the VM owns."""
+        shape, dtype = self._shape_text(call.args[0]), self._dtype_of(call.args[1])
+        self.emit(f"{target} = {self._empty(shape, dtype)}")
+        self.owned.add(binding.var)
 
     def alloc_storage(self, target: str, call: Call, binding: VarBinding) -> None:
         if self.device == "cuda":
@@ -394,6 +391,7 @@ class RelaxToPython:
             f"{target} = {self.value(storage)}[{self.prim_value(start)}:{self.prim_value(end)}]"
             f".view({np_dtype}).reshape({self._shape_text(shape)})"
         )
+        self.owned.add(binding.var)
 
     def kill(self, target: str, call: Call, binding: VarBinding) -> None:
         value = call.args[0]
@@ -407,7 +405,9 @@ class RelaxToPython:
         if binding.var in self.used:
             self.emit(f"{target} = ()")
 
-    def destination_passing_call(self, target: str, call: Call) -> None:
+    def destination_passing_call(self, target: str, call: Call, binding: VarBinding) -> None:
+        """``R.call_tir``/``R.call_dps_packed``: the outputs allocated, then the callee
+        writing into them."""
         callee, args = call.args[0], call.args[1]
         if not isinstance(args, Tuple):
             raise BuildError(f"{self.func_label()}: call_tir arguments must be a tuple literal")
@@ -447,6 +447,21 @@ class RelaxToPython:
             )
         if len(outputs) > 1:
             self.emit(f"{target} = ({', '.join(outputs)})")
+        self.owned.add(binding.var)  # an allocation (a tuple of them for several)
+
+    # How each operator the VM runs itself becomes Python: op name -> the method emitting it
+    # (called with the target's name, the call and its binding). Any other operator is high
+    # level: it has no kernel until LegalizeOps lowers it.
+    OP_EMITTERS: ClassVar[dict[str, Callable[[RelaxToPython, str, Call, VarBinding], None]]] = {
+        "relax.call_tir": destination_passing_call,
+        "relax.call_dps_packed": destination_passing_call,
+        "relax.call_pure_packed": pure_packed_call,
+        "relax.builtin.alloc_tensor": alloc_tensor,
+        "relax.memory.alloc_storage": alloc_storage,
+        "relax.memory.alloc_tensor": storage_view,
+        "relax.memory.kill_storage": kill,
+        "relax.memory.kill_tensor": kill,
+    }
 
     def kernel_call(
         self, kernel: GlobalVar, args: list[tuple[str, StructInfo | None, Expr | None]]
