@@ -6,9 +6,10 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mlckit.arith import simplify
 from mlckit.errors import IRError
 from mlckit.ir.dtype import check_dtype, is_int
-from mlckit.tir.expr import IterVar, IterVarType, PrimExpr, Range, Var, convert
+from mlckit.tir.expr import IterVar, IterVarType, PrimExpr, Range, SizeVar, Var, convert
 
 from .reduction import Reduce
 from .tensor import ComputeOp, PlaceholderOp, Tensor
@@ -63,8 +64,10 @@ def reduce_axis(dom: Any, name: str = "k") -> IterVar:
     if isinstance(dom, Range):
         rng = dom
     elif isinstance(dom, (tuple, list)) and len(dom) == 2:
-        # Bounds share one dtype: `(0, n)` with an int64 `n` is an int64 range.
-        rng = Range(*_shape(dom, "te.reduce_axis"))
+        # Bounds share one dtype: `(0, n)` with an int64 `n` is an int64 range; `(1, n + 1)`
+        # spans n.
+        given = Range(*_shape(dom, "te.reduce_axis"))
+        rng = Range.from_min_extent(given.min, simplify(given.extent))
     else:
         raise IRError(f"te.reduce_axis needs (begin, end) or a Range, got {dom!r}")
     if not is_int(rng.min.dtype):
@@ -79,8 +82,6 @@ def var(name: str = "tindex", dtype: str = "int32") -> Var:
 
 def size_var(name: str = "size", dtype: str = "int32") -> Var:
     """A symbolic variable known to be non-negative."""
-    from mlckit.tir.expr import SizeVar
-
     return SizeVar(name, dtype)
 
 

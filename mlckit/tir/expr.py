@@ -442,15 +442,22 @@ class Range(Node):
     extent: PrimExpr = None  # type: ignore[assignment]
 
     def __init__(self, begin: Any, end: Any = None, *, span: Any = None):
-        # Range(end) or Range(begin, end), as in TVM; from_min_extent for the other form.
+        # Range(end) or Range(begin, end), as in TVM; from_min_extent for the other form. The
+        # extent is ``end - begin`` with constants folded, as TVM builds it; simplifying a
+        # symbolic one (``vi * 4 + 4 - vi * 4`` is 4) is arith's work, done by the callers
+        # that build ranges from text (the parser, te.reduce_axis).
         if end is None:
             begin, end = 0, begin
         begin, end = convert(begin), convert(end)
         begin, end = _match_types(begin, end, "Range")
-        from mlckit.arith import simplify
-
+        if is_const_int(begin, 0):
+            extent = end
+        elif isinstance(begin, IntImm) and isinstance(end, IntImm):
+            extent = IntImm(end.dtype, end.value - begin.value)
+        else:
+            extent = end - begin
         object.__setattr__(self, "min", begin)
-        object.__setattr__(self, "extent", simplify(end - begin))
+        object.__setattr__(self, "extent", extent)
         object.__setattr__(self, "span", span)
 
     @staticmethod

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from mlckit.arith import simplify
 from mlckit.errors import MLCError
 from mlckit.ir.dtype import is_int
 from mlckit.ir.node import Span
@@ -126,6 +127,12 @@ def _with_dtype(value: Any, dtype: str) -> PrimExpr:
         return make_const(int(value), dtype)
     value = convert(value)
     return value if value.dtype == dtype else Cast(dtype, value)
+
+
+def _simplified(rng: Range) -> Range:
+    """``rng`` with its extent simplified, as the script's ranges read: ``range(1, n + 1)``
+    runs ``n`` times."""
+    return Range.from_min_extent(rng.min, simplify(rng.extent))
 
 
 def _region(value: Any) -> list[BufferRegion]:
@@ -581,6 +588,9 @@ class TIRParser(Parser):
     def convert_leaf(self, value: Any) -> Any:
         if isinstance(value, (BufferLoad, BufferRegion)):
             self.check_declared(value.buffer)
+        if isinstance(value, BufferRegion):
+            # A slice spans its simplified extent, as in TVM: A[vi * 4 : vi * 4 + 4] spans 4.
+            return BufferRegion(value.buffer, [_simplified(r) for r in value.region])
         return value
 
     def check_declared(self, buffer: Buffer) -> None:
@@ -680,7 +690,9 @@ class TIRParser(Parser):
             elif isinstance(dom, (tuple, list)):
                 if len(dom) != 2:
                     raise MLCError(f"{marker.name}: a domain is an extent or a (min, max) pair")
-                dom = Range(_with_dtype(dom[0], value.dtype), _with_dtype(dom[1], value.dtype))
+                dom = _simplified(
+                    Range(_with_dtype(dom[0], value.dtype), _with_dtype(dom[1], value.dtype))
+                )
             else:
                 dom = Range.from_min_extent(
                     make_const(0, value.dtype), _with_dtype(dom, value.dtype)
@@ -826,7 +838,7 @@ class TIRParser(Parser):
         if stop is None:
             extent = convert(start)
             return make_const(0, extent.dtype), extent
-        rng = Range(start, stop)
+        rng = _simplified(Range(start, stop))
         return rng.min, rng.extent
 
     # ------------------------------------------------------------------ if
