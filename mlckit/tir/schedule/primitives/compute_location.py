@@ -75,11 +75,35 @@ def _move_under_loop(
     preserve_unit_loops: bool,
     index: int,
 ) -> None:
-    forward = kind == "compute_at"
+    """Check, build the block's new loop nest over what one iteration of the loop needs, and
+    splice: the block leaves its place and the nest goes into the loop's body at the chosen
+    position."""
     realize = sch.block_realize(block_rv)
-    block = realize.block
     target = sch.loop(loop_rv)
-    name, loop_name = repr(block.name_hint), repr(target.loop_var.name_hint)
+    producers, consumers, inner_loops = _check_movable(sch, kind, realize, target)
+    name = repr(realize.block.name_hint)
+    position = _insertion_point(kind, name, target, index, producers, consumers)
+    required = consumers if kind == "compute_at" else producers
+    nest = _moved_nest(sch, kind, realize, target, required, inner_loops, preserve_unit_loops)
+
+    def insert(stmt: S.Stmt) -> list[S.Stmt]:
+        loop = cast(S.For, stmt)  # the rebuilt ``target``: a mutator rebuilds a For as a For
+        return [loop.with_fields(body=insert_stmt(loop.body, position, nest))]
+
+    edit_function(
+        sch, {id(removal_root(sch, realize, kind)): lambda _: [], id(target): insert}, kind
+    )
+
+
+def _check_movable(
+    sch: ScheduleState, kind: str, realize: S.BlockRealize, target: S.For
+) -> tuple[list[S.BlockRealize], list[S.BlockRealize], dict[int, list[S.For]]]:
+    """Check that ``target`` is a loop of the block's scope outside the block, that the block
+    alone writes its outputs and that every consumer (compute_at) or producer
+    (reverse_compute_at) of it is under ``target``. Return the producers, the consumers and,
+    for each of those that must be under ``target`` (by id), its loops inside ``target``."""
+    forward = kind == "compute_at"
+    name, loop_name = repr(realize.block.name_hint), repr(target.loop_var.name_hint)
     if any(loop is target for loop in sch.loops_above(realize)):
         raise ScheduleError(
             f"{kind}: loop {loop_name} already encloses block {name}; choose a loop of "
@@ -108,22 +132,59 @@ def _move_under_loop(
                 f"be under the loop"
             )
         inner_loops[id(other)] = loops[position + 1 :]
+    return producers, consumers, inner_loops
 
-    position = _insertion_point(kind, name, target, index, producers, consumers)
 
+def _moved_nest(
+    sch: ScheduleState,
+    kind: str,
+    realize: S.BlockRealize,
+    target: S.For,
+    required: list[S.BlockRealize],
+    inner_loops: dict[int, list[S.For]],
+    preserve_unit_loops: bool,
+) -> S.Stmt:
+    """The block in its new loops: iter var ranges covering the region of each shared buffer
+    that the ``required`` blocks read (compute_at) or write (reverse_compute_at) in one
+    iteration of ``target``, with the predicates the block must keep there."""
+    forward = kind == "compute_at"
+    block = realize.block
+    name, loop_name = repr(block.name_hint), repr(target.loop_var.name_hint)
+    outer = [*sch.loops_above(target), target]
     analyzer = Analyzer()
-    for loop in [*sch.loops_above(target), target]:
+    for loop in outer:
         analyzer.bind(loop.loop_var, loop_range(loop))
-    # The region of each buffer that the blocks on the other side need (compute_at) or
-    # provide (reverse_compute_at) per iteration of the target loop.
+    regions = _needed_regions(block, target, outer, required, inner_loops, analyzer, forward)
+    own = block.writes if forward else block.reads
+    ranges = _iter_ranges(kind, analyzer, block, own, regions, exact=not forward)
+    conditions = _carried_predicate(kind, sch, realize, outer)
+    if not forward:
+        _check_producers_complete(block, loop_name, required, outer)
+        _check_reads_produced(name, loop_name, block, ranges, regions, analyzer)
+        _check_covered(name, loop_name, block, ranges, outer)
+        conditions += _producers_running(name, loop_name, required, outer)
+    return _loop_nest(analyzer, block, ranges, preserve_unit_loops, conditions)
+
+
+def _needed_regions(
+    block: S.Block,
+    target: S.For,
+    outer: list[S.For],
+    required: list[S.BlockRealize],
+    inner_loops: dict[int, list[S.For]],
+    analyzer: Analyzer,
+    forward: bool,
+) -> dict[int, list[tuple[E.PrimExpr, E.PrimExpr]]]:
+    """Per buffer (by id) that ``block`` shares with the ``required`` blocks, the inclusive
+    bounds of each dimension those blocks need (compute_at) or provide (reverse_compute_at)
+    per iteration of ``target``; ``outer`` are ``target`` and the loops around it."""
+    name, loop_name = repr(block.name_hint), repr(target.loop_var.name_hint)
     shared = {id(r.buffer) for r in (block.writes if forward else block.reads)}
     regions: dict[int, list[tuple[E.PrimExpr, E.PrimExpr]]] = {}
     # A shared-memory buffer serves every thread of a GPU thread block: the region computed
     # at the loop is what all its threads need (TVM relaxes by storage scope the same way).
     block_threads = {
-        loop.loop_var: loop_range(loop)
-        for loop in [*sch.loops_above(target), target]
-        if S.is_thread_loop(loop, "threadIdx")
+        loop.loop_var: loop_range(loop) for loop in outer if S.is_thread_loop(loop, "threadIdx")
     }
     # How many producer regions write each buffer: one alone must have no holes (below).
     writers = Counter(id(r.buffer) for other in required for r in other.block.writes)
@@ -142,25 +203,7 @@ def _move_under_loop(
                 (rng.min, analyzer.simplify(rng.min + rng.extent - 1)) for rng in relaxed.region
             ]
             regions[id(region.buffer)] = _union(analyzer, regions.get(id(region.buffer)), bounds)
-
-    own = block.writes if forward else block.reads
-    ranges = _iter_ranges(kind, analyzer, block, own, regions, exact=not forward)
-    outer = [*sch.loops_above(target), target]
-    conditions = _carried_predicate(kind, sch, realize, outer)
-    if not forward:
-        _check_producers_complete(block, loop_name, required, outer)
-        _check_reads_produced(name, loop_name, block, ranges, regions, analyzer)
-        _check_covered(name, loop_name, block, ranges, outer)
-        conditions += _producers_running(name, loop_name, required, outer)
-    nest = _loop_nest(analyzer, block, ranges, preserve_unit_loops, conditions)
-
-    def insert(stmt: S.Stmt) -> list[S.Stmt]:
-        loop = cast(S.For, stmt)  # the rebuilt ``target``: a mutator rebuilds a For as a For
-        return [loop.with_fields(body=insert_stmt(loop.body, position, nest))]
-
-    edit_function(
-        sch, {id(removal_root(sch, realize, kind)): lambda _: [], id(target): insert}, kind
-    )
+    return regions
 
 
 def _check_dense(
