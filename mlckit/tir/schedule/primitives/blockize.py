@@ -13,6 +13,8 @@ the former a multiple of ``c`` (``outer * c + inner``); other bindings are an er
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from mlckit.arith import Analyzer
 from mlckit.errors import ScheduleError
 
@@ -38,7 +40,35 @@ from .block_scope import (
 
 
 def blockize(sch: ScheduleState, target_loop: LoopRV) -> BlockRV:
+    """Check, divide every binding at the loop, build the inner block and the outer block
+    around it, and splice the outer block in place of the loop."""
     loop = sch.loop(target_loop)
+    realize, inner_loops = _check_blockizable(sch, loop)
+    analyzer = Analyzer()
+    division = _divide_bindings(analyzer, realize, loop, inner_loops)
+    outer_pred, inner_pred = _predicates(sch, loop, realize, inner_loops, division)
+    moved = substitute(realize.block, division.sub)
+    inner_realize = _inner_realize(realize, moved, division, inner_pred)
+    outer_block = _outer_block(sch, analyzer, realize, moved, inner_realize, inner_loops, division)
+    sch.replace(loop, S.BlockRealize(division.outer_values, outer_pred, outer_block))
+    return BlockRV(outer_block.name_hint)
+
+
+@dataclass
+class _Division:
+    """The block's bindings divided at the target loop, ``v = v_o * c + v_i``: the outer
+    block's iter vars and bindings, the inner block's, and each old iter var in new ones."""
+
+    outer_iters: list[E.IterVar] = field(default_factory=list)
+    outer_values: list[E.PrimExpr] = field(default_factory=list)
+    inner_iters: list[E.IterVar] = field(default_factory=list)
+    inner_values: list[E.PrimExpr] = field(default_factory=list)
+    sub: dict[E.Var, E.PrimExpr] = field(default_factory=dict)
+
+
+def _check_blockizable(sch: ScheduleState, loop: S.For) -> tuple[S.BlockRealize, list[S.For]]:
+    """Check that ``loop`` holds exactly one block with nothing but loops between them;
+    return the block and those loops (``loop`` first)."""
     lname = repr(loop.loop_var.name_hint)
     realizes = list(child_blocks(loop))
     if len(realizes) != 1:
@@ -46,94 +76,129 @@ def blockize(sch: ScheduleState, target_loop: LoopRV) -> BlockRV:
             f"blockize: loop {lname} must contain exactly one block, it contains {len(realizes)}"
         )
     realize = realizes[0]
-    block = realize.block
     path = path_to(sch, realize)
     between = path[path.index(loop) : -1]
     for node in between:
         if not isinstance(node, S.For):
             raise ScheduleError(
                 f"blockize: only loops may stand between loop {lname} and block "
-                f"{block.name_hint!r}, found a {type(node).__name__}"
+                f"{realize.block.name_hint!r}, found a {type(node).__name__}"
             )
-    inner_loops: list[S.For] = between
+    return realize, between
+
+
+def _divide_bindings(
+    analyzer: Analyzer, realize: S.BlockRealize, loop: S.For, inner_loops: list[S.For]
+) -> _Division:
+    """Divide each binding into a part over the loops above ``loop`` and a part over the
+    inner loops (:func:`_divide`); a binding without an inner part stays outer only."""
+    lname = repr(loop.loop_var.name_hint)
+    block = realize.block
     inner_ids = {id(lp.loop_var) for lp in inner_loops}
     inner_dom = {lp.loop_var: loop_range(lp) for lp in inner_loops}
-    analyzer = Analyzer()
-
-    outer_iters: list[E.IterVar] = []
-    outer_values: list[E.PrimExpr] = []
-    inner_iters: list[E.IterVar] = []
-    inner_values: list[E.PrimExpr] = []
-    sub: dict[E.Var, E.PrimExpr] = {}
+    division = _Division()
     for iv, value in zip(block.iter_vars, realize.iter_values):
         outer, inner, extent = _divide(analyzer, iv, value, inner_ids, inner_dom, block, lname)
         name, dtype = iv.var.name_hint, iv.var.dtype
         zero = E.make_const(0, dtype)
         if inner is None:
             outer_var = E.Var(f"{name}_o", dtype)
-            outer_iters.append(E.IterVar(iv.dom, outer_var, iv.iter_type))
-            outer_values.append(value)
-            sub[iv.var] = outer_var
+            division.outer_iters.append(E.IterVar(iv.dom, outer_var, iv.iter_type))
+            division.outer_values.append(value)
+            division.sub[iv.var] = outer_var
             continue
         outer_extent = analyzer.simplify(E.FloorDiv(iv.dom.extent, extent))
         outer_var = E.Var(f"{name}_o", dtype)
         inner_var = E.Var(f"{name}_i", dtype)
-        outer_iters.append(
+        division.outer_iters.append(
             E.IterVar(E.Range.from_min_extent(zero, outer_extent), outer_var, iv.iter_type)
         )
-        outer_values.append(outer if outer is not None else zero)
-        inner_iters.append(
+        division.outer_values.append(outer if outer is not None else zero)
+        division.inner_iters.append(
             E.IterVar(E.Range.from_min_extent(zero, extent), inner_var, iv.iter_type)
         )
-        inner_values.append(inner)
-        sub[iv.var] = inner_var if outer is None else outer_var * extent + inner_var
+        division.inner_values.append(inner)
+        division.sub[iv.var] = inner_var if outer is None else outer_var * extent + inner_var
+    return division
 
+
+def _predicates(
+    sch: ScheduleState,
+    loop: S.For,
+    realize: S.BlockRealize,
+    inner_loops: list[S.For],
+    division: _Division,
+) -> tuple[E.PrimExpr, E.PrimExpr]:
+    """The block's predicate shared out: conditions on outer loops only (and guards keeping
+    the outer bindings in their domains) for the outer block, the rest for the inner one."""
     # A split's bound on a binding the tile divides (``vi < 7``) says no more than the range
     # guards of the outer binding, which are exact there: only other conditions stay.
     kept = [
         cond
         for cond in conjuncts(realize.predicate)
-        if not restates_domains(in_iter_vars(cond, realize), block)
+        if not restates_domains(in_iter_vars(cond, realize), realize.block)
     ]
+    inner_ids = {id(lp.loop_var) for lp in inner_loops}
     outer_pred, inner_pred = _split_predicate(conjunction(kept), inner_ids)
     # Inside the outer block, a loop above it is seen through the outer iter var bound to it.
-    outer_loops = {v: iv.var for iv, v in zip(outer_iters, outer_values) if isinstance(v, E.Var)}
+    outer_loops = {
+        v: iv.var
+        for iv, v in zip(division.outer_iters, division.outer_values)
+        if isinstance(v, E.Var)
+    }
     inner_pred = substitute(inner_pred, outer_loops)
-    guards = _range_guards(sch.loops_above(loop), outer_iters, outer_values)
-    outer_pred = conjunction([outer_pred, *guards])
-    moved = substitute(block, sub)
-    has_outer_reduction = block.init is not None and any(
-        iv.iter_type == E.IterVarType.CommReduce for iv in outer_iters
+    guards = _range_guards(sch.loops_above(loop), division.outer_iters, division.outer_values)
+    return conjunction([outer_pred, *guards]), inner_pred
+
+
+def _inner_realize(
+    realize: S.BlockRealize, moved: S.Block, division: _Division, inner_pred: E.PrimExpr
+) -> S.BlockRealize:
+    """The original block (``moved``: in terms of the new iter vars) bound to the inner
+    iter vars, without its init when the outer block takes the reduction's start."""
+    has_outer_reduction = realize.block.init is not None and any(
+        iv.iter_type == E.IterVarType.CommReduce for iv in division.outer_iters
     )
     # The inner block no longer starts the reduction (the outer block's init does), so it
     # reads what it accumulates into, as TVM records it.
     inner_block = moved.with_fields(
-        iter_vars=tuple(inner_iters),
+        iter_vars=tuple(division.inner_iters),
         init=None,
         reads=(*moved.writes, *moved.reads) if has_outer_reduction else moved.reads,
     )
-    inner_realize = S.BlockRealize(inner_values, inner_pred, inner_block)
+    return S.BlockRealize(division.inner_values, inner_pred, inner_block)
+
+
+def _outer_block(
+    sch: ScheduleState,
+    analyzer: Analyzer,
+    realize: S.BlockRealize,
+    moved: S.Block,
+    inner_realize: S.BlockRealize,
+    inner_loops: list[S.For],
+    division: _Division,
+) -> S.Block:
+    """The block ``<block>_o`` over the outer iter vars: the inner loops around the inner
+    block, the tiles they touch as its regions, and the old init (:func:`_outer_init`)."""
     body: S.Stmt = inner_realize
     for lp in reversed(inner_loops):
         body = lp.with_fields(body=body)
-    iter_dom = {iv.var: iv.dom for iv in inner_iters}
-    for iv in outer_iters:
+    iter_dom = {iv.var: iv.dom for iv in division.inner_iters}
+    for iv in division.outer_iters:
         analyzer.bind(iv.var, iv.dom)
+    block = realize.block
     init = None
     if moved.init is not None:
         check_reduced_once("blockize", realize, inner_loops)
         init = _outer_init(moved.init, inner_realize, inner_loops, sch, block.name_hint)
-    name = unique_block_name(sch, f"{block.name_hint}_o")
-    outer_block = S.Block(
-        outer_iters,
+    return S.Block(
+        division.outer_iters,
         [relax_region(r, {}, iter_dom, analyzer) for r in moved.reads],
         [relax_region(r, {}, iter_dom, analyzer) for r in moved.writes],
-        name,
+        unique_block_name(sch, f"{block.name_hint}_o"),
         body,
         init,
     )
-    sch.replace(loop, S.BlockRealize(outer_values, outer_pred, outer_block))
-    return BlockRV(name)
 
 
 def _divide(
