@@ -195,8 +195,8 @@ def _filled(shape: Sequence[Any], dtype: str, fill_value: Any, name: str) -> te.
     if isinstance(fill_value, te.Tensor):
         if fill_value.ndim != 0:
             raise StructInfoError(
-                f"topi.full: the fill value must be a scalar (a 0-d tensor), got a tensor of "
-                f"shape {shape_text(fill_value.shape)}"
+                f"topi.{name.removeprefix('T_')}: the fill value must be a scalar (a 0-d "
+                f"tensor), got a tensor of shape {shape_text(fill_value.shape)}"
             )
         value = fill_value[()].astype(dtype)
     else:
