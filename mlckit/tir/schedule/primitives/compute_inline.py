@@ -14,13 +14,13 @@ from ...analysis import collect_vars, expr_deep_equal, infer_block_regions
 from ...buffer import Buffer
 from ...stmt_functor import StmtExprMutator, post_order_visit, substitute
 from ..state import BlockRV, ScheduleState
-from .block_scope import scope_block
-from .compute_location import (
+from .block_scope import (
     block_names,
     check_sole_writer,
     edit_function,
     neighbours,
     removal_root,
+    scope_block,
 )
 
 

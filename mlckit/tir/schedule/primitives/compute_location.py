@@ -1,5 +1,4 @@
-"""Compute location: ``compute_at`` and ``reverse_compute_at``, and the tree edits that the
-block primitives (these two, ``compute_inline``, ``decompose_reduction``) share.
+"""Compute location: ``compute_at`` and ``reverse_compute_at``.
 
 Both primitives move a block under a loop of a block it depends on and regenerate the moved
 block's loops so that, per iteration of that loop, it covers exactly the region the other
@@ -10,8 +9,8 @@ the producers write). They are one mechanism, :func:`_move_under_loop`, seen fro
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, cast
+from collections.abc import Sequence
+from typing import cast
 
 from mlckit.arith import Analyzer
 from mlckit.errors import ScheduleError
@@ -20,22 +19,25 @@ from ... import expr as E
 from ... import stmt as S
 from ...analysis import collect_vars
 from ...buffer import BufferRegion
-from ...stmt_functor import StmtExprMutator, substitute
-from ..state import BlockRV, LoopRV, ScheduleState, _path_to, _walk_until_block
+from ...stmt_functor import substitute
+from ..state import BlockRV, LoopRV, ScheduleState, _walk_until_block
 from .block_scope import (
+    check_sole_writer,
     conjunction,
     conjuncts,
+    edit_function,
     in_iter_vars,
     insert_stmt,
     loop_range,
+    neighbours,
     relax_region,
+    removal_root,
     restates_domains,
     same_expr,
     scope_block,
     used_vars,
 )
-
-Edit = Callable[[S.Stmt], list[S.Stmt]]
+from .compute_inline import compute_inline
 
 
 def compute_at(
@@ -46,8 +48,6 @@ def compute_at(
     index: int = -1,
 ) -> None:
     if isinstance(loop, str):
-        from .compute_inline import compute_inline  # it imports this module
-
         if loop not in ("root", "inline"):
             raise ScheduleError(f"compute_at: {loop!r} is not a loop, 'root' or 'inline'")
         if loop == "inline":
@@ -591,100 +591,3 @@ def _loop_nest(
     for var, start, extent in reversed(loops):
         body = S.For(var, start, extent, S.ForKind.SERIAL, body)
     return body
-
-
-# ---------------------------------------------------------------------- shared by block primitives
-def sibling_blocks(scope: S.Block) -> list[S.BlockRealize]:
-    """The blocks directly in ``scope`` (nested blocks are represented by their parent)."""
-    return list(_walk_until_block(scope.body))
-
-
-def neighbours(
-    realize: S.BlockRealize, scope: S.Block
-) -> tuple[list[S.BlockRealize], list[S.BlockRealize]]:
-    """The producers (writing what ``realize`` reads) and consumers (reading what it writes)
-    of a block among the other blocks of its scope, in program order."""
-    reads = {id(r.buffer) for r in realize.block.reads}
-    writes = {id(r.buffer) for r in realize.block.writes}
-    producers, consumers = [], []
-    for other in sibling_blocks(scope):
-        if other is realize:
-            continue
-        if any(id(r.buffer) in reads for r in other.block.writes):
-            producers.append(other)
-        if any(id(r.buffer) in writes for r in other.block.reads):
-            consumers.append(other)
-    return producers, consumers
-
-
-def check_sole_writer(kind: str, realize: S.BlockRealize, scope: S.Block) -> None:
-    """A block whose output another block also writes cannot be moved or inlined alone."""
-    writes = {id(r.buffer): r.buffer for r in realize.block.writes}
-    for other in sibling_blocks(scope):
-        if other is realize:
-            continue
-        for region in other.block.writes:
-            if id(region.buffer) in writes:
-                raise ScheduleError(
-                    f"{kind}: block {realize.block.name_hint!r} is not the only block writing "
-                    f"{region.buffer.name} (block {other.block.name_hint!r} writes it too)"
-                )
-
-
-def removal_root(sch: ScheduleState, realize: S.BlockRealize, kind: str) -> S.Stmt:
-    """The statement to delete to take a block out of the program: the block with the loops
-    around it that hold nothing else."""
-    path = _path_to(sch.func.body, realize)
-    if path is None:
-        raise ScheduleError(
-            f"{kind}: block {realize.block.name_hint!r} is not in the function being scheduled"
-        )
-    node: S.Stmt = realize
-    for parent in reversed(path[:-1]):
-        if not isinstance(parent, S.For):
-            if isinstance(parent, S.SeqStmt):
-                return node
-            break
-        node = parent
-    raise ScheduleError(
-        f"{kind}: block {realize.block.name_hint!r} is the only statement of its scope, so it "
-        "cannot be taken out of it"
-    )
-
-
-def edit_function(sch: ScheduleState, edits: dict[int, Edit], kind: str) -> None:
-    """Rebuild the function, replacing each statement whose id is in ``edits`` by the list of
-    statements its edit returns for it (its children already rebuilt); an empty list removes
-    it from the sequence holding it."""
-    sch.set_func(sch.func.with_body(_Edit(edits, kind).visit(sch.func.body)))
-
-
-class _Edit(StmtExprMutator):
-    def __init__(self, edits: dict[int, Edit], kind: str) -> None:
-        self.edits = edits
-        self.kind = kind
-
-    def expand(self, stmt: S.Stmt) -> list[S.Stmt]:
-        edit = self.edits.get(id(stmt))
-        visited = super().visit(stmt)
-        return [visited] if edit is None else edit(visited)
-
-    def visit(self, value: Any) -> Any:
-        if isinstance(value, S.Stmt) and id(value) in self.edits:
-            stmts = self.expand(value)
-            if not stmts:
-                raise ScheduleError(f"{self.kind}: removing a statement would leave a body empty")
-            return S.SeqStmt.flatten(stmts)
-        if isinstance(value, (S.Stmt, tuple, list)):
-            return super().visit(value)
-        return value  # expressions never contain statements
-
-    def visit_seq_stmt_(self, op: S.SeqStmt) -> S.Stmt:
-        stmts = [new for child in op.seq for new in self.expand(child)]
-        if not stmts:
-            raise ScheduleError(f"{self.kind}: removing a statement would leave a body empty")
-        return S.SeqStmt.flatten(stmts)
-
-
-def block_names(blocks: Iterable[S.BlockRealize]) -> str:
-    return ", ".join(repr(r.block.name_hint) for r in blocks)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
-from mlckit.arith import Analyzer
+from mlckit.arith import Analyzer, simplify
 from mlckit.errors import ScheduleError
 
 from ... import expr as E
@@ -90,9 +90,6 @@ def _factor(value: int | E.PrimExpr, dtype: str, loop: S.For) -> E.PrimExpr:
 
 def add_predicate(stmt: S.Stmt, condition: E.PrimExpr) -> S.Stmt:
     """``stmt`` with ``condition`` and-ed into the predicate of each outermost block in it."""
-    from mlckit.arith import simplify
-
-    from ...stmt_functor import StmtExprMutator
 
     class AddPredicate(StmtExprMutator):
         def visit_block_realize_(self, op: S.BlockRealize) -> S.Stmt:

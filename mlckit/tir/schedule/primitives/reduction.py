@@ -15,8 +15,7 @@ from ... import stmt as S
 from ...analysis import collect_vars, infer_block_regions
 from ...stmt_functor import substitute
 from ..state import BlockRV, LoopRV, ScheduleState
-from .block_scope import at_first_iteration, check_reduced_once
-from .compute_location import edit_function
+from .block_scope import at_first_iteration, check_reduced_once, edit_function
 
 KIND = "decompose_reduction"
 
