@@ -1,13 +1,22 @@
 """mlckit: a teaching-first machine-learning compiler (Relax + TensorIR, TVM's names).
 
-``import mlckit as tvm`` gives the course's API. Subpackages load on first use, so importing a
-stage never imports the stages after it (``import mlckit.tir`` leaves relax unloaded).
+``import mlckit as tvm`` gives the course's API: every stage of the compiler is imported here,
+each after the stages it builds on (docs/architecture.md draws the layers). Only the
+subpackages that need an optional or heavy third-party package load on first use, so that
+importing the compiler never imports graphviz, ipywidgets or scikit-learn.
 """
 
 import importlib
 from typing import Any
 
-from . import errors, ir, runtime
+# tir before arith (the split keeps the import sorter from swapping them): arith is built on
+# tir's node classes, and importing any of them runs mlckit/tir/__init__.py, which also loads
+# tir's analyses and schedule, built on arith; arith is loaded completely from inside it.
+from . import errors, ir, runtime, tir
+
+# isort: split
+from . import arith, backend, datasets, exercises, relax, s_tir, script, target, te, topi
+from .driver import build, compile
 from .errors import (
     BuildError,
     MLCError,
@@ -18,46 +27,32 @@ from .errors import (
     VMError,
     WellFormedError,
 )
-from .ir import IRModule
-from .runtime import cpu, cuda, get_global_func, register_func, register_global_func
+from .ir import IRModule, instrument, transform
+from .runtime import get_global_func, register_func, register_global_func
+
+# From ndarray itself: once mlckit.runtime.cuda (the numba.cuda support module) is loaded, the
+# package attribute `runtime.cuda` names that module instead of the device function.
+from .runtime.ndarray import cpu, cuda
+from .target import Target
 
 __version__ = "0.1.0"
 
-# Subpackages imported lazily by attribute access (``mlckit.relax``), and TVM-name aliases.
-_LAZY_SUBMODULES = {
-    "arith": "mlckit.arith",
-    "tir": "mlckit.tir",
-    "tirx": "mlckit.tir",
-    "s_tir": "mlckit.s_tir",
-    "te": "mlckit.te",
-    "topi": "mlckit.topi",
-    "relax": "mlckit.relax",
-    "script": "mlckit.script",
-    "datasets": "mlckit.datasets",
-    "nd": "mlckit.runtime",
-    "target": "mlckit.target",
-    "backend": "mlckit.backend",
-    "instrument": "mlckit.ir.instrument",
-    "transform": "mlckit.ir.transform",
-    "viz": "mlckit.viz",
-    "widgets": "mlckit.widgets",
-    "exercises": "mlckit.exercises",
+# TVM's other spellings of the same modules.
+nd = runtime
+tirx = tir
+
+# Subpackages loaded on first use, each for the third-party package its import pulls in.
+_DEFERRED = {
+    "viz": "mlckit.viz",  # graphviz pictures (and the hook every node's _repr_ uses)
+    "widgets": "mlckit.widgets",  # ipywidgets
+    "meta_schedule": "mlckit.meta_schedule",  # scikit-learn (the cost model)
 }
 
 
-# Functions whose modules load on first use.
-_LAZY_FUNCTIONS = {"build": "mlckit.driver", "compile": "mlckit.driver", "Target": "mlckit.target"}
-
-
 def __getattr__(name: str) -> Any:
-    if name in _LAZY_FUNCTIONS:
-        value = getattr(importlib.import_module(_LAZY_FUNCTIONS[name]), name)
-        globals()[name] = value
-        return value
-    target = _LAZY_SUBMODULES.get(name)
-    if target is None:
+    if name not in _DEFERRED:
         raise AttributeError(f"module 'mlckit' has no attribute {name!r}")
-    module = importlib.import_module(target)
+    module = importlib.import_module(_DEFERRED[name])
     globals()[name] = module
     return module
 
@@ -70,14 +65,32 @@ __all__ = [
     "ScheduleError",
     "StructInfoError",
     "StructuralMismatchError",
+    "Target",
     "VMError",
     "WellFormedError",
+    "arith",
+    "backend",
+    "build",
+    "compile",
     "cpu",
     "cuda",
+    "datasets",
     "errors",
+    "exercises",
     "get_global_func",
+    "instrument",
     "ir",
+    "nd",
     "register_func",
     "register_global_func",
+    "relax",
     "runtime",
+    "s_tir",
+    "script",
+    "target",
+    "te",
+    "tir",
+    "tirx",
+    "topi",
+    "transform",
 ]

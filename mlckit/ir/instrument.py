@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from .module import IRModule
+from .structural import structural_equal
 from .transform import PassInfo, pass_instrument
 
 
@@ -32,8 +33,6 @@ class PassRecord:
 
     @property
     def changed(self) -> bool:
-        from .structural import structural_equal
-
         return not structural_equal(self.before, self.after)
 
 

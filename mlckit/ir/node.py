@@ -9,11 +9,22 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from mlckit.errors import IRError
+
+# The TVMScript printer belongs to a later stage (mlckit.script) that imports the IR; it installs
+# its ``script`` and ``show`` here when it loads, as TVM's printer registers the function that
+# ``Node.script`` calls. ``import mlckit`` loads it, so every node can print itself.
+_PRINTER: dict[str, Callable[..., Any]] = {}
+
+
+def register_printer(script: Callable[..., str], show: Callable[..., None]) -> None:
+    """Install the functions behind :meth:`Node.script` and :meth:`Node.show`."""
+    _PRINTER["script"] = script
+    _PRINTER["show"] = show
 
 
 @dataclass(frozen=True)
@@ -61,15 +72,11 @@ class Node:
     # ------------------------------------------------------------------ display
     def script(self, **options: Any) -> str:
         """This node as TVMScript text."""
-        from mlckit.script.printer import script
-
-        return script(self, **options)
+        return _PRINTER["script"](self, **options)
 
     def show(self, **options: Any) -> None:
         """Print this node as syntax-highlighted TVMScript (plain text when not a terminal)."""
-        from mlckit.script.printer import show
-
-        show(self, **options)
+        _PRINTER["show"](self, **options)
 
     def __repr__(self) -> str:
         try:

@@ -5,7 +5,7 @@ print IR back as such text (``node.script()``).
 ``tirx`` is the newer TVM name of ``tir``.
 """
 
-from . import ir, relax, tir, tirx
+from . import ir, printer, relax, tir, tirx
 from .parser import from_source, ir_module, parse
 
-__all__ = ["from_source", "ir", "ir_module", "parse", "relax", "tir", "tirx"]
+__all__ = ["from_source", "ir", "ir_module", "parse", "printer", "relax", "tir", "tirx"]

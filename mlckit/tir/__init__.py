@@ -1,8 +1,14 @@
-"""TensorIR: the loop-level IR (expressions, buffers, statements, PrimFunc)."""
+"""TensorIR: the loop-level IR (expressions, buffers, statements, PrimFunc), its analyses, its
+lowering passes (``tir.transform``) and its ``Schedule``.
 
+The imports follow the layers: first the node classes (which ``mlckit.arith`` builds on), then
+what is built on arith (analyses, transforms, the schedule).
+"""
+
+from mlckit.errors import ScheduleError
 from mlckit.ir import assert_structural_equal, structural_equal
 
-from . import analysis, op, stmt_functor
+from . import op, stmt_functor
 from .buffer import Buffer, BufferRegion, MatchBufferRegion, decl_buffer
 from .expr import (
     EQ,
@@ -73,17 +79,9 @@ from .stmt import (
     Stmt,
 )
 
+# What follows is built on mlckit.arith, which is built on the node classes above.
+# isort: split
+from . import analysis, schedule, transform
+from .schedule import BlockRV, LoopRV, Schedule
+
 __all__ = [name for name in dir() if not name.startswith("_")]
-
-
-def __getattr__(name: str):
-    # The schedule needs mlckit.arith, which itself imports mlckit.tir's expressions: load it on
-    # first use so that either package can be imported first.
-    import importlib
-
-    if name in ("schedule", "Schedule", "BlockRV", "LoopRV", "ScheduleError"):
-        module = importlib.import_module("mlckit.tir.schedule")
-        return module if name == "schedule" else getattr(module, name)
-    if name == "transform":
-        return importlib.import_module("mlckit.tir.transform")
-    raise AttributeError(f"module 'mlckit.tir' has no attribute {name!r}")

@@ -5,7 +5,12 @@ text; ``show(node, **options)`` prints it (highlighted where that can be seen);
 ``highlight_html(text)`` colors any TVMScript for HTML displays.
 """
 
+from mlckit.ir.node import register_printer
+
 from .highlight import highlight_html, show
 from .printer import script
+
+# Every node's ``script()`` and ``show()`` print through these (the IR does not import its printer).
+register_printer(script, show)
 
 __all__ = ["highlight_html", "script", "show"]

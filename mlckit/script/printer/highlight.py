@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from .printer import script
+
 
 def highlight_html(text: str, *, inline: bool = False) -> str:
     """``text`` as a self-contained HTML block with Python syntax colors (inline styles);
@@ -35,8 +37,6 @@ def _in_notebook() -> bool:
 
 def show(node: Any, **options: Any) -> None:
     """Print ``node`` as TVMScript: highlighted in a notebook or a terminal, plain elsewhere."""
-    from .printer import script
-
     text = script(node, **options)
     if _in_notebook():
         from IPython.display import HTML, display

@@ -11,6 +11,7 @@ from mlckit.ir import transform as _transform
 from mlckit.ir.module import BaseFunc, IRModule
 
 from ..function import PrimFunc
+from ..schedule.default_gpu_schedule import DefaultGPUSchedule
 from .compact_buffer_allocation import compact_buffer_allocation
 from .verify_bindings import verify_block_bindings
 from .verify_bounds import OutOfBoundsError, verify_buffer_bounds
@@ -42,13 +43,3 @@ __all__ = [
     "verify_block_bindings",
     "verify_buffer_bounds",
 ]
-
-
-def __getattr__(name: str):
-    # The GPU schedule pulls in the schedule machinery, which lowering does not need: load it
-    # when asked for.
-    if name == "DefaultGPUSchedule":
-        from ..schedule.default_gpu_schedule import DefaultGPUSchedule
-
-        return DefaultGPUSchedule
-    raise AttributeError(f"module 'mlckit.tir.transform' has no attribute {name!r}")
