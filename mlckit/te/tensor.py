@@ -20,6 +20,8 @@ from mlckit.tir.buffer import Buffer, decl_buffer
 from mlckit.tir.expr import BufferLoad, IntImm, IterVar, PrimExpr, convert
 from mlckit.tir.stmt_functor import post_order_visit
 
+from .reduction import Reduce
+
 # Which tensor each te buffer belongs to, so a compute can find the tensors its body reads.
 # The tensor holds its buffer, so the id stays unique for as long as the entry exists.
 _TENSOR_OF_BUFFER: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
@@ -72,8 +74,6 @@ class ComputeOp(Operation):
         axis: Sequence[IterVar],
         body: Sequence[Any],
     ):
-        from .reduction import Reduce
-
         super().__init__(name, tag, attrs)
         self.axis = tuple(axis)
         self.body = tuple(body)
@@ -166,8 +166,6 @@ def shape_text(shape: Sequence[PrimExpr]) -> str:
 
 def _tensors_read_by(body: Sequence[Any]) -> tuple[Tensor, ...]:
     """The te tensors whose buffers the expressions load from, in order of first load."""
-    from .reduction import Reduce
-
     found: dict[int, Tensor] = {}
     unknown: list[Buffer] = []
 

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from mlckit.errors import MLCError, ParseError, StructInfoError
+from mlckit.tir.expr import PrimExpr, SizeVar, Var
 
 from .diagnostics import Source, is_located, located
 from .evaluator import Evaluator, describe_value, did_you_mean
@@ -281,7 +282,6 @@ class Parser:
         if len(targets) != len(values) or not all(_is_declaration(v) for v in values):
             return None
         from mlckit.script.tir import DType
-        from mlckit.tir.expr import SizeVar, Var
 
         makers = []
         for v in values:
@@ -335,8 +335,6 @@ _PYTHON_ERRORS: dict[type[BaseException], Callable[[str], str]] = {
 
 def _unprintable(value: Any) -> Any:
     """The part of an attribute value that does not print as text that reads back, or None."""
-    from mlckit.tir.expr import PrimExpr
-
     if isinstance(value, int) and not -(2**63) <= value < 2**63:
         return value  # attributes are int64, as in TVM
     if value is None or isinstance(value, (numbers.Number, np.bool_, str, PrimExpr)):

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from typing import Any
 
 from mlckit.errors import ParseError, WellFormedError
+from mlckit.relax import Function
+from mlckit.relax.analysis import well_formed
 
 from .core import Environment, Parser, is_docstring
 from .diagnostics import Source
@@ -244,9 +246,6 @@ def parse_definition(
 
 def _check_well_formed(result: Any, source: Source, node: Definition) -> None:
     """Raise WellFormedError, naming the definition, when its relax code is malformed."""
-    from mlckit.relax import Function
-    from mlckit.relax.analysis import well_formed
-
     if not isinstance(result, Function) and not any(
         isinstance(f, Function) for f in result.functions.values()
     ):

@@ -17,6 +17,8 @@ from .core import Environment, Parser, is_docstring
 from .decorator import definition_kind, function, prim_func
 from .diagnostics import Source
 from .namespaces import SCRIPT_GLOBALS, ModuleFunctions
+from .relax import declare_function, parse_function
+from .tir import parse_prim_func
 
 
 def parse_module(source: Source, node: ast.ClassDef, env: Environment) -> IRModule:
@@ -45,9 +47,6 @@ def parse_module(source: Source, node: ast.ClassDef, env: Environment) -> IRModu
     # like a name printed scripts rely on (T, metadata, range, ...) is reached as cls.<name>.
     bare = {name: gv for name, gv in gvars.items() if name not in SCRIPT_GLOBALS}
     base: dict[str, Any] = {**bare, node.name: ModuleFunctions(node.name, gvars)}
-
-    from .relax import declare_function, parse_function
-    from .tir import parse_prim_func
 
     for stmt, kind, options in functions:
         if kind is function:

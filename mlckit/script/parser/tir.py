@@ -19,7 +19,7 @@ from mlckit.errors import MLCError
 from mlckit.ir.dtype import is_int
 from mlckit.ir.node import Span
 from mlckit.script import tir as T
-from mlckit.tir.analysis import collect_vars
+from mlckit.tir.analysis import collect_vars, get_block_read_write_region
 from mlckit.tir.buffer import Buffer, BufferRegion, MatchBufferRegion
 from mlckit.tir.expr import (
     BufferLoad,
@@ -740,8 +740,6 @@ class TIRParser(Parser):
                 frame.annotations,
             )
             if frame.reads is None or frame.writes is None:
-                from mlckit.tir.analysis import get_block_read_write_region
-
                 reads, writes = get_block_read_write_region(block)
                 block = block.with_fields(
                     reads=tuple(reads if frame.reads is None else frame.reads),

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from mlckit.arith import simplify
 from mlckit.ir.dtype import is_float
 from mlckit.ir.node import Node
 from mlckit.ir.structural import structural_equal
 from mlckit.tir import expr as tx
 from mlckit.tir import stmt as ts
+from mlckit.tir.analysis import get_block_read_write_region
 from mlckit.tir.buffer import Buffer, BufferRegion, MatchBufferRegion
 from mlckit.tir.function import PrimFunc
 
@@ -108,8 +110,6 @@ def range_end(begin: tx.PrimExpr, extent: tx.PrimExpr) -> tx.PrimExpr:
         return extent
     if isinstance(begin, tx.IntImm) and isinstance(extent, tx.IntImm):
         return tx.IntImm(begin.dtype, begin.value + extent.value)
-    from mlckit.arith import simplify
-
     return simplify(begin + extent)
 
 
@@ -401,10 +401,6 @@ class TIRPrinter(PrinterBase):
 
     def regions_match_inferred(self, block: ts.Block) -> bool:
         """Whether the block's reads/writes equal what the parser infers when they are omitted."""
-        try:
-            from mlckit.tir.analysis import get_block_read_write_region
-        except ImportError:
-            return False
         try:
             reads, writes = get_block_read_write_region(block)
         except Exception:  # a half-built block still prints, with explicit regions
