@@ -43,9 +43,9 @@ def primitive(method: Method) -> Method:
 
     A call checks its arguments against the method's annotations, runs atomically (on an error
     the schedule is restored and the error names the primitive) and is appended to the trace.
-    A sampling primitive (``decision=`` parameter) records its other arguments with their
-    defaults filled in, and keeps what it drew as the step's decision, which a replay passes
-    back as ``decision=``.
+    A sampling primitive (one of ``SAMPLING_KINDS``; each takes ``decision=``) records its other
+    arguments with their defaults filled in, and keeps what it drew as the step's decision,
+    which a replay passes back as ``decision=``.
     """
     kind = method.__name__
 

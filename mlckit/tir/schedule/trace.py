@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from mlckit.errors import ScheduleError
 
+from ..expr import PrimExpr, Var
+
 if TYPE_CHECKING:
     from .schedule import Schedule
 
@@ -222,8 +224,6 @@ class _RVNamer:
 def _lambda_text(func: Any) -> str:
     """An index map as the lambda a student would write, found by applying it to variables
     named after its parameters (``lambda i, j: [i // 4, j, i % 4]``)."""
-    from ..expr import PrimExpr, Var
-
     names = list(inspect.signature(func).parameters)
     try:
         results = func(*(Var(name, "int32") for name in names))
@@ -238,7 +238,9 @@ def _lambda_text(func: Any) -> str:
 
 
 def _arguments(inst: Instruction, namer: _RVNamer) -> str:
-    from .schedule import Schedule
+    """The arguments of a step as the call prints them, named after the parameters of the
+    Schedule method of its kind."""
+    from .schedule import Schedule  # schedule.py imports this module: it records traces
 
     params = list(inspect.signature(getattr(Schedule, inst.kind)).parameters.values())
     parts = []
