@@ -8,9 +8,10 @@ the pipeline means changing one row; ``tests/test_architecture_doc.py`` compares
 ``architecture.dot`` with :func:`dot_source`, so a stale picture fails the suite.
 
 The shape is TVM's: ``relax.get_pipeline(name)`` rewrites the graph without knowing the target;
-the build asks the target for its TIR pipeline (its default schedule for PrimFuncs nobody
-scheduled, then lowering) and its code generator, through the one kernel-build function in
-``mlckit/backend`` that ``mlckit.build``, ``relax.build`` and FoldConstant all use.
+``relax.build`` applies the target's default schedule to the PrimFuncs nobody scheduled (as TVM's
+default relax build applies dlight's); every PrimFunc then goes through the one kernel-build
+function in ``mlckit/backend`` (TIR pipeline, code generator) that ``mlckit.build``,
+``relax.build`` and FoldConstant all use.
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ STAGES = (
         "schedule",
         "loops",
         "tir.Schedule",
-        "split, reorder, compute_at, parallel, bind, ... by hand; marks tir.is_scheduled",
+        "split, reorder, compute_at, parallel, bind, ... by hand or from a tuned trace",
         "mlckit/tir/schedule/, mlckit/arith/",
         feeds=("build",),
     ),
@@ -130,7 +131,7 @@ STAGES = (
         "target",
         "build",
         "Target",
-        "kind, attributes and tags; its code generator, device and default TIR pipeline",
+        "kind, attributes and tags; its code generator, device and default schedule",
         "mlckit/target.py",
     ),
     Stage(
@@ -139,7 +140,21 @@ STAGES = (
         "mlckit.build / relax.build",
         "(mod, target, tir_pipeline='default'); tvm.compile also runs relax.get_pipeline",
         "mlckit/driver.py, mlckit/relax/vm/build.py",
-        feeds=("kernel_build: each PrimFunc", "vm_codegen: each relax.Function"),
+        feeds=(
+            "default_schedule: relax.build",
+            "kernel_build: mlckit.build",
+            "vm_codegen: each relax.Function",
+        ),
+        uses=("target",),
+    ),
+    Stage(
+        "default_schedule",
+        "build",
+        "the target's default schedule",
+        "CPU rules (llvm) or one GPU thread per output element (cuda) for the PrimFuncs "
+        "without tir.is_scheduled; mlckit.build compiles TIR as written",
+        "mlckit/tir/schedule/",
+        feeds=("kernel_build: each PrimFunc",),
         uses=("target",),
     ),
     Stage(
@@ -154,10 +169,10 @@ STAGES = (
     Stage(
         "tir_pipeline",
         "build",
-        "the target's TIR pipeline",
-        "default schedule (CPU or GPU) for PrimFuncs without tir.is_scheduled, "
-        "then lowering: binding and bounds checks, buffer compaction",
-        "mlckit/tir/schedule/, mlckit/tir/transform/",
+        "TIR pipeline",
+        "tir_pipeline (a Pass, if given), then lowering: binding and bounds checks, "
+        "buffer compaction",
+        "mlckit/tir/transform/",
         feeds=("codegen",),
     ),
     Stage(

@@ -49,7 +49,8 @@ _GPU_INTRINSICS = {
 _AXES = ("x", "y", "z")
 # The thread tags a loop may be bound to (each becomes ``cuda.<tag>`` in the kernel).
 _THREAD_TAGS = frozenset(f"{kind}.{axis}" for kind in ("blockIdx", "threadIdx") for axis in _AXES)
-# What every CUDA GPU of compute capability 2.0 or later allows.
+# What every CUDA GPU of compute capability 2.0 or later allows (a target may allow fewer:
+# its max_num_threads).
 MAX_THREADS_PER_BLOCK = 1024
 
 
@@ -73,8 +74,9 @@ class CudaCodegen(PythonCodegen):
 
     intrinsics = _GPU_INTRINSICS
 
-    def __init__(self, func, name: str):
+    def __init__(self, func, name: str, max_threads: int = MAX_THREADS_PER_BLOCK):
         super().__init__(func, name, parallel=False)
+        self.max_threads = max_threads
         self.kernels: list[str] = []
         self.kernel_keys: list[object] = []  # what each kernel's name is registered under
         self.hoisted: set[int] = set()  # buffers declared at the start of the current kernel
@@ -142,10 +144,10 @@ class CudaCodegen(PythonCodegen):
         for tag, extent in self.launch.extents.items():
             if tag.startswith("threadIdx") and isinstance(extent, E.IntImm):
                 threads *= extent.value
-        if threads > MAX_THREADS_PER_BLOCK:
+        if threads > self.max_threads:
             raise BuildError(
-                f"{self.name}: a thread block of {threads} threads; a GPU runs at most "
-                f"{MAX_THREADS_PER_BLOCK} per block: split the loops bound to threadIdx smaller "
+                f"{self.name}: a thread block of {threads} threads; the target runs at most "
+                f"{self.max_threads} per block: split the loops bound to threadIdx smaller "
                 "and bind the outer part to blockIdx"
             )
         # What the kernel reads from outside: buffers, and the host's scalars (shape

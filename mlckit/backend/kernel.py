@@ -22,12 +22,15 @@ import sys
 import tempfile
 import types
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mlckit.errors import BuildError
+from mlckit.ir.module import IRModule
+from mlckit.ir.name_supply import sanitize
+from mlckit.ir.transform import Pass
 from mlckit.runtime.cuda import simulated
 from mlckit.runtime.module import ParamSpec
 from mlckit.target import Target
@@ -44,6 +47,7 @@ from .codegen import (
     comment,
     generate_function,
 )
+from .cuda_codegen import CudaCodegen
 from .llvm_options import kernel_compilation
 
 CODEGEN_VERSION = "5"
@@ -91,33 +95,55 @@ def _numba_signature(func: PrimFunc) -> str:
     return f"void({', '.join(parts)})"
 
 
-def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, GeneratedFunction]:
-    """The complete module text of one kernel for ``target`` (after the TIR lowering passes)."""
-    lowered = lower_prim_func(func)
-    if target.kind == "cuda":
-        from .cuda_codegen import CudaCodegen
+@dataclass(frozen=True)
+class _Codegen:
+    """How a target kind's kernels are written and loaded (``TargetKind.codegen`` names it)."""
 
-        generated = CudaCodegen(lowered, name).generate()
-    else:
-        generated = generate_function(lowered, name, parallel=target.kind == "llvm")
-    lines = [
-        comment(f"mlckit kernel {name!r} for target {target.kind}"),
-        "import math",
-        "",
-        "import numpy as np",
-    ]
-    noalias = target.kind == "llvm" and bool(func.attrs.get("tir.noalias"))
-    if target.kind == "llvm":
-        lines.append("from numba import njit, prange")
-    elif target.kind == "cuda":
-        lines += [
+    # The module's imports after ``import numpy as np``.
+    imports: tuple[str, ...]
+    # The decorator of each helper function (truncdiv, ...), when it is compiled.
+    helper_decorator: str | None
+    # Whether numba compiles the code (else CPython runs it: the loops may use ``prange``
+    # only as numba's parallel loop, so it is ``range`` there).
+    parallel_loops: bool
+    # Whether the module is executed in memory instead of imported from the kernel cache.
+    in_memory: bool
+
+
+_CODEGENS = {
+    "numba": _Codegen(("from numba import njit, prange",), '@njit(inline="always")', True, False),
+    "numba_cuda": _Codegen(
+        (
             "",
             "from mlckit.runtime.cuda import numba_cuda",
             "",
             "cuda = numba_cuda()  # numba.cuda (its simulator on a machine without a GPU)",
-        ]
+        ),
+        "@cuda.jit(device=True)",
+        False,
+        False,
+    ),
+    "python": _Codegen(("prange = range",), None, False, True),
+}
+
+
+def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, GeneratedFunction]:
+    """The complete module text of one kernel for ``target`` (after the TIR lowering passes)."""
+    codegen = target.kind.codegen
+    style = _CODEGENS[codegen]
+    lowered = lower_prim_func(func)
+    if codegen == "numba_cuda":
+        generated = CudaCodegen(lowered, name, target.max_num_threads).generate()
     else:
-        lines.append("prange = range")
+        generated = generate_function(lowered, name, parallel=style.parallel_loops)
+    lines = [
+        comment(f"mlckit kernel {name!r} for target {target.kind.name}"),
+        "import math",
+        "",
+        "import numpy as np",
+        *style.imports,
+    ]
+    noalias = codegen == "numba" and bool(func.attrs.get("tir.noalias"))
     own_imports = []
     if noalias:
         own_imports.append("from mlckit.backend.noalias import NoAliasCompiler")
@@ -127,34 +153,36 @@ def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, Gener
         lines += ["", *own_imports]
     lines.append("")
     # numba's simulator of a GPU runs the kernels under CPython.
-    numba_compiles = target.kind == "llvm" or (target.kind == "cuda" and not simulated())
+    numba_compiles = codegen == "numba" or (codegen == "numba_cuda" and not simulated())
     for helper in sorted(generated.helpers):
-        if target.kind == "llvm":
-            # Inlined where it is called: compiled (and cached) with the kernel, not apart.
-            lines.append('@njit(inline="always")')
-        elif target.kind == "cuda":
-            lines.append("@cuda.jit(device=True)")
+        if style.helper_decorator:
+            # numba: inlined where it is called, compiled (and cached) with the kernel.
+            lines.append(style.helper_decorator)
         helpers = NUMBA_HELPER_SOURCE if numba_compiles else {}
         lines.append(helpers.get(helper, HELPER_SOURCE[helper]))
-    if target.kind == "llvm":
-        options = ["cache=True"]
-        if generated.uses_prange:
-            options.append("parallel=True")
-        if wants_fastmath(func):
-            # Reordering float additions is what vectorizes a reduction; NaN and infinity keep
-            # their IEEE meaning (no "nnan"/"ninf").
-            options.append('fastmath={"reassoc", "contract", "nsz", "arcp"}')
-        else:
-            # A multiply and the add that uses it may become one fused multiply-add (one
-            # rounding instead of two), as in TVM, whose LLVM target sets FPOpFusion::Fast.
-            options.append('fastmath={"contract"}')
-        if noalias:
-            # tir.noalias: the buffers never overlap, so LLVM may keep values in registers and
-            # vectorize loops outside prange too (see mlckit/backend/noalias.py).
-            options.append("pipeline_class=NoAliasCompiler")
-        lines.append(f'@njit("{_numba_signature(func)}", {", ".join(options)})')
+    if codegen == "numba":
+        lines.append(f"@njit({_njit_options(func, generated, noalias)})")
     lines.append(generated.source)
     return "\n".join(lines), generated
+
+
+def _njit_options(func: PrimFunc, generated: GeneratedFunction, noalias: bool) -> str:
+    options = [f'"{_numba_signature(func)}"', "cache=True"]
+    if generated.uses_prange:
+        options.append("parallel=True")
+    if wants_fastmath(func):
+        # Reordering float additions is what vectorizes a reduction; NaN and infinity keep
+        # their IEEE meaning (no "nnan"/"ninf").
+        options.append('fastmath={"reassoc", "contract", "nsz", "arcp"}')
+    else:
+        # A multiply and the add that uses it may become one fused multiply-add (one
+        # rounding instead of two), as in TVM, whose LLVM target sets FPOpFusion::Fast.
+        options.append('fastmath={"contract"}')
+    if noalias:
+        # tir.noalias: the buffers never overlap, so LLVM may keep values in registers and
+        # vectorize loops outside prange too (see mlckit/backend/noalias.py).
+        options.append("pipeline_class=NoAliasCompiler")
+    return ", ".join(options)
 
 
 def wants_fastmath(func: PrimFunc) -> bool:
@@ -198,12 +226,15 @@ def kernel_signature(func: PrimFunc) -> tuple[ParamSpec, ...]:
 
 
 def compile_kernel(func: PrimFunc, name: str, target: Target) -> Kernel:
+    """Generate ``func``'s kernel for ``target`` and load it: compiled by numba (through the
+    on-disk cache) or, for the ``python`` target, executed in memory."""
     source, generated = kernel_source(func, name, target)
     signature = kernel_signature(func)
-    if target.kind == "python":
+    if _CODEGENS[target.kind.codegen].in_memory:
         compiled = _exec_in_memory(source, generated.name)
         return Kernel(name, source, target, compiled, generated, signature=signature)
-    with kernel_compilation() if target.kind == "llvm" else contextlib.nullcontext():
+    numba_cpu = target.kind.codegen == "numba"
+    with kernel_compilation() if numba_cpu else contextlib.nullcontext():
         directory = cache_dir() / "kernels"
         try:
             path = _cached_file(directory, source, target)
@@ -215,6 +246,36 @@ def compile_kernel(func: PrimFunc, name: str, target: Target) -> Kernel:
             except OSError as again:
                 raise BuildError(f"cannot compile kernel {name!r}: {again}") from None
     return Kernel(name, source, target, getattr(module, generated.name), generated, path, signature)
+
+
+def build_kernels(
+    mod: IRModule,
+    target: Target,
+    tir_pipeline: str | Pass | None = "default",
+    names: Mapping[str, str] | None = None,
+) -> dict[str, Kernel]:
+    """Compile every PrimFunc of ``mod`` for ``target``: the one build of kernels that
+    ``mlckit.build``, ``relax.build`` and FoldConstant share.
+
+    The TIR pipeline runs first: ``"default"`` (or None) is the lowering every kernel goes
+    through; a Pass (``tir.transform.DefaultGPUSchedule()``, a Sequential of your own) runs on
+    the module before it. ``names`` gives the Python name of each function (by its name in
+    ``mod``); by default its name, made a valid identifier. Returns the kernels by name in
+    ``mod``.
+    """
+    if isinstance(tir_pipeline, Pass):
+        mod = tir_pipeline(mod)
+    elif tir_pipeline not in (None, "default"):
+        raise BuildError(
+            f"tir_pipeline must be 'default' or a Pass (for example "
+            f"tir.transform.DefaultGPUSchedule()), not {tir_pipeline!r}"
+        )
+    kernels = {}
+    for gv, func in mod.functions.items():
+        if isinstance(func, PrimFunc):
+            name = names[gv.name_hint] if names is not None else sanitize(gv.name_hint)
+            kernels[gv.name_hint] = compile_kernel(func, name, target)
+    return kernels
 
 
 def _exec_in_memory(source: str, name: str) -> Callable[..., Any]:
@@ -229,7 +290,7 @@ def _exec_in_memory(source: str, name: str) -> Callable[..., Any]:
 def _cache_key(source: str, target: Target) -> str:
     import numba
 
-    text = "\n".join([CODEGEN_VERSION, target.kind, numba.__version__, sys.version, source])
+    text = "\n".join([CODEGEN_VERSION, target.kind.name, numba.__version__, sys.version, source])
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 

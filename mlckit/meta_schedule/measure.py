@@ -198,7 +198,7 @@ def _device_args(arrays: list[np.ndarray], target: str) -> tuple[list[Any], Call
     """The arguments for a kernel of ``target``, and a function that waits until it is done.
     Host arrays start on a cache line, as the VM's and ``mlckit.nd``'s do: a kernel is timed
     on the memory layout it will run on."""
-    if Target(target).kind != "cuda":
+    if not Target(target).is_gpu:
         return [aligned_copy(a) for a in arrays], lambda: None
     from mlckit.runtime.cuda import numba_cuda
     from mlckit.runtime.ndarray import array, cuda

@@ -452,13 +452,15 @@ class DefaultSpace:
         if not self.hint_default_schedule:
             return []
         func = the_prim_func(func)
-        if self.target.kind == "cuda":
+        if self.target.is_gpu:
             return [schedule_for_gpu(func)]
         return [schedule_for_cpu(func)]
 
     def sample(self, func: PrimFunc | IRModule, seed: int) -> Schedule:
-        generate = self._gpu if self.target.kind == "cuda" else self._cpu
-        return _sample_with_retries(func, seed, generate, f"default space for {self.target.kind}")
+        generate = self._gpu if self.target.is_gpu else self._cpu
+        return _sample_with_retries(
+            func, seed, generate, f"default space for {self.target.kind.name}"
+        )
 
     @staticmethod
     def _cpu(sch: Schedule) -> None:
@@ -480,7 +482,7 @@ class DefaultSpace:
 
     def __repr__(self) -> str:
         hint = "" if self.hint_default_schedule else ", hint_default_schedule=False"
-        return f"default_space({self.target.kind!r}{hint})"
+        return f"default_space({self.target.kind.name!r}{hint})"
 
 
 def default_space(target: Target | str, hint_default_schedule: bool = True) -> SearchSpace:
@@ -489,10 +491,10 @@ def default_space(target: Target | str, hint_default_schedule: bool = True) -> S
     ``hint_default_schedule``, the searches measure the default schedule's program first (turn
     it off to see what the search finds on its own)."""
     target = Target(target) if not isinstance(target, Target) else target
-    if target.kind not in ("llvm", "cuda"):
+    if target.default_schedule() is None:
         raise MLCError(
-            f"default_space: no default search space for target {target.kind!r}; use 'llvm' or "
-            "'cuda', or write a ScheduleFnSpace"
+            f"default_space: no default search space for target {target.kind.name!r}, whose "
+            "code runs as written; use 'llvm' or 'cuda', or write a ScheduleFnSpace"
         )
     return DefaultSpace(target, hint_default_schedule)
 

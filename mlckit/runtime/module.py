@@ -357,8 +357,7 @@ class Module:
         if func is None:
             known = ", ".join(sorted(self._functions)) or "none"
             raise MLCError(f"the module has no function {name!r} (functions: {known})")
-        on_gpu = getattr(self.target, "kind", None) == "cuda"
-        return PackedFunc(name, func, self._params[name], on_gpu)
+        return PackedFunc(name, func, self._params[name], self.target.is_gpu)
 
     def function_names(self) -> list[str]:
         return list(self._functions)

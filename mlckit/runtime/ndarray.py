@@ -42,6 +42,10 @@ class Device:
         self.device_type = device_type
         self.device_id = device_id
 
+    @property
+    def is_gpu(self) -> bool:
+        return self.device_type == "cuda"
+
     def __repr__(self) -> str:
         return f"{self.device_type}({self.device_id})"
 
@@ -73,7 +77,7 @@ class NDArray:
 
     @property
     def on_gpu(self) -> bool:
-        return self.device.device_type == "cuda"
+        return self.device.is_gpu
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -139,7 +143,7 @@ def array(data: Any, device: Device | None = None, dtype: Any = None) -> NDArray
     if arr.dtype == np.float64 and dtype is None and not isinstance(data, np.ndarray):
         arr = arr.astype(np.float32)
     arr = aligned_copy(arr)
-    if device is not None and device.device_type == "cuda":
+    if device is not None and device.is_gpu:
         from .cuda import to_device
 
         return NDArray(to_device(arr), device)
@@ -147,7 +151,7 @@ def array(data: Any, device: Device | None = None, dtype: Any = None) -> NDArray
 
 
 def empty(shape: Any, dtype: str = "float32", device: Device | None = None) -> NDArray:
-    if device is not None and device.device_type == "cuda":
+    if device is not None and device.is_gpu:
         from .cuda import device_array
 
         return NDArray(device_array(tuple(shape), np.dtype(dtype)), device)

@@ -74,8 +74,17 @@ def copy_64x32(A: T.Buffer((64, 32), "float32"), B: T.Buffer((64, 32), "float32"
 def test_more_threads_per_block_than_a_gpu_runs_is_refused():
     sch = tir.Schedule(copy_64x32)
     sch.bind(sch.fuse(*sch.get_loops(sch.get_block("B"))), "threadIdx.x")
-    with pytest.raises(BuildError, match="a thread block of 2048 threads; a GPU runs at most 1024"):
+    with pytest.raises(BuildError, match="block of 2048 threads; the target runs at most 1024"):
         mlckit.build(sch.mod, "cuda")
+
+
+def test_a_target_with_fewer_threads_per_block_refuses_a_larger_block():
+    sch = tir.Schedule(copy_64x32)
+    _, j = sch.get_loops(sch.get_block("B"))
+    sch.bind(j, "threadIdx.x")  # 32 threads: fine for a target of 32, not of 16
+    mlckit.build(sch.mod, "cuda -max_num_threads=32")
+    with pytest.raises(BuildError, match="block of 32 threads; the target runs at most 16"):
+        mlckit.build(sch.mod, "cuda -max_num_threads=16")
 
 
 def test_unbound_loops_are_named_with_how_to_bind_them():

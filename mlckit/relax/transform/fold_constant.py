@@ -16,9 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from mlckit.backend.kernel import build_kernels
 from mlckit.ir import transform
 from mlckit.ir.module import IRModule
 from mlckit.ir.op import Op
+from mlckit.target import Target
 from mlckit.tir.function import PrimFunc
 
 from ..block_builder import BlockBuilder
@@ -42,6 +44,9 @@ from ..expr_functor import ExprMutator
 from ..struct_info import TensorStructInfo
 from ..utils import const_int
 from .legalize_ops.common import get_legalize
+
+# Folding runs each kernel once: the reference interpreter needs no compilation.
+PYTHON = Target("python")
 
 # Arguments a legalized operator may take besides constant tensors: compile-time values.
 _STATIC_LEAVES = (Constant, PrimValue, ShapeExpr, StringImm, DataTypeImm)
@@ -135,17 +140,14 @@ class _ConstantFolder(ExprMutator):
             np.empty(shape, sinfo.dtype)  # type: ignore[arg-type]
             for shape, sinfo in zip(shapes, call.sinfo_args)
         ]
-        kernel(*[a.data for a in args.fields], *outputs, *scalars)
+        kernel(*[a.data.numpy() for a in args.fields], *outputs, *scalars)
         constants = [Constant(out) for out in outputs]
         return constants[0] if len(constants) == 1 else Tuple(constants)
 
     def _kernel(self, name: str, func: PrimFunc) -> Any:
         kernel = self.kernels.get(id(func))
         if kernel is None:
-            # mlckit.driver sits above relax in the layering; import it when first needed.
-            from mlckit.driver import build
-
-            kernel = build(IRModule({name: func}), "python")[name]
+            kernel = build_kernels(IRModule({name: func}), PYTHON)[name]
             self.kernels[id(func)] = kernel
         return kernel
 

@@ -9,10 +9,11 @@ from collections.abc import Callable
 from typing import Any
 
 from mlckit.backend.codegen import HELPER_SOURCE
-from mlckit.backend.kernel import Kernel, compile_kernel, kernel_signature
-from mlckit.errors import BuildError, MLCError, VMError
+from mlckit.backend.kernel import Kernel, build_kernels
+from mlckit.errors import BuildError, MLCError, ScheduleError, VMError
 from mlckit.ir.module import IRModule
 from mlckit.ir.name_supply import NameSupply
+from mlckit.ir.transform import Pass
 from mlckit.runtime.cuda import is_device_array, numba_cuda
 from mlckit.runtime.module import (
     BenchmarkResult,
@@ -21,11 +22,13 @@ from mlckit.runtime.module import (
     division_by_zero,
     time_function,
 )
-from mlckit.runtime.ndarray import Device, aligned_copy, cpu, cuda
+from mlckit.runtime.ndarray import Device, aligned_copy
 from mlckit.target import Target
 from mlckit.tir.function import PrimFunc
 
 from ..expr import Constant, Function
+from ..pipeline import get_pipeline
+from ..transform import BindParams
 from . import runtime
 from .codegen import VM_RESERVED, VM_RUNTIME_NAMES, RelaxToPython
 
@@ -83,12 +86,12 @@ class Executable:
         # One aligned copy each: the kernels must not write into the module's constants.
         constants = [aligned_copy(np.asarray(c.data)) for c in self.constants]
         namespace: dict[str, Any] = {"np": np, "constants": constants, "cuda": None}
-        if self.target.kind == "cuda":
+        on_gpu = self.target.is_gpu
+        if on_gpu:
             cuda = numba_cuda()
             namespace["cuda"] = cuda
             namespace["constants"] = [cuda.to_device(c) for c in constants]
         signatures = {name: kernel.signature for name, kernel in self.kernels.items()}
-        on_gpu = self.target.kind == "cuda"
 
         def checked_args(kernel: str, label: str, args: tuple[Any, ...]) -> list[Any]:
             return check_arguments(label, signatures[kernel], args, on_gpu)
@@ -118,69 +121,95 @@ def build(
     mod: IRModule,
     target: Any = "llvm",
     params: dict[str, Any] | None = None,
-    *,
-    default_schedule: bool | None = None,
-    **kwargs: Any,
+    relax_pipeline: str | Pass | None = None,
+    tir_pipeline: str | Pass | None = "default",
 ) -> Executable:
     """Compile ``mod`` for ``target``: every PrimFunc to a kernel, every relax function to the
-    Python the VM runs. High-level relax operators must be lowered first (LegalizeOps).
+    Python the VM runs.
 
-    PrimFuncs nobody scheduled (no ``tir.is_scheduled`` attribute) get the default CPU schedule
-    (``mlckit.tir.schedule.default_schedule``) when compiling with numba, or the default GPU
-    schedule (``default_gpu_schedule``: loops bound to GPU blocks and threads) for "cuda"; the
-    reference interpreter (target "python") runs them as written. ``default_schedule=False``
-    turns it off (a kernel for "cuda" must then bind its loops itself), ``True`` forces it on.
+    In order: ``params`` are bound to ``main``'s parameters of the same names (BindParams);
+    ``relax_pipeline`` runs (a pipeline name such as ``"default"``, or a Pass; None runs none,
+    so high-level operators must have been lowered already, e.g. by
+    ``relax.get_pipeline("default")``); the target's default schedule binds the PrimFuncs
+    nobody scheduled (``Target.default_schedule``: the CPU rules for ``llvm``, GPU blocks and
+    threads for ``cuda``, none for ``python``, whose reference interpreter runs the loops as
+    written); then every PrimFunc goes through the same kernel build as ``mlckit.build``
+    (``tir_pipeline``, lowering, code generation).
     """
     if not isinstance(mod, IRModule):
         raise BuildError(f"relax.build takes an IRModule, not {type(mod).__name__}")
     target = Target(target)
     if params:
-        from ..transform import BindParams
-
         mod = BindParams("main", params)(mod)
-    if default_schedule if default_schedule is not None else target.kind in ("llvm", "cuda"):
-        if target.kind == "cuda":
-            from mlckit.tir.schedule.default_gpu_schedule import DefaultGPUSchedule
-
-            mod = DefaultGPUSchedule()(mod)
-        else:
-            from mlckit.tir.schedule.default_schedule import DefaultSchedule
-
-            mod = DefaultSchedule()(mod)
+    if relax_pipeline is not None:
+        mod = _as_pass(relax_pipeline)(mod)
+    mod = apply_default_schedule(mod, target)
     globals_table = NameSupply(VM_RESERVED)
     python_names = {gv.name_hint: globals_table.get(gv, gv.name_hint) for gv in mod.functions}
-    kernels: dict[str, Kernel] = {}
+    kernels = build_kernels(mod, target, tir_pipeline, python_names)
     relax_sources: dict[str, str] = {}
     param_names: dict[str, list[str]] = {}
     written: dict[str, frozenset[int]] = {}
     constants: list[Constant] = []
-    signatures = {
-        gv.name_hint: kernel_signature(func)
-        for gv, func in mod.functions.items()
-        if isinstance(func, PrimFunc)
-    }
+    signatures = {name: kernel.signature for name, kernel in kernels.items()}
     for gv, func in mod.functions.items():
-        if isinstance(func, PrimFunc):
-            kernels[gv.name_hint] = compile_kernel(func, python_names[gv.name_hint], target)
-        elif isinstance(func, Function):
+        if isinstance(func, Function):
             generator = RelaxToPython(
                 func,
                 python_names[gv.name_hint],
                 python_names,
                 constants,
                 signatures,
-                device="cuda" if target.kind == "cuda" else "cpu",
+                on_gpu=target.is_gpu,
             )
             relax_sources[gv.name_hint] = generator.generate()
             param_names[gv.name_hint] = [p.name_hint for p in func.params]
             written[gv.name_hint] = frozenset(
                 i for i, p in enumerate(func.params) if p in generator.written_params
             )
-        else:
+        elif not isinstance(func, PrimFunc):
             raise BuildError(
                 f"cannot build the function {gv.name_hint} of type {type(func).__name__}"
             )
     return Executable(kernels, relax_sources, python_names, param_names, constants, target, written)
+
+
+def apply_default_schedule(mod: IRModule, target: Target) -> IRModule:
+    """``mod`` with the target's default schedule applied to each PrimFunc that needs it
+    (``Target.needs_default_schedule``). A function a CPU schedule marked scheduled gets the
+    GPU schedule at a cuda build; when that cannot bind it, a BuildError says why."""
+    schedule = target.default_schedule()
+    if schedule is None:
+        return mod
+    updated = mod
+    for gv, func in mod.functions.items():
+        if not (isinstance(func, PrimFunc) and target.needs_default_schedule(func)):
+            continue
+        try:
+            scheduled = schedule(IRModule({gv: func.without_attr("tir.is_scheduled")}))
+        except ScheduleError as err:
+            if not func.attrs.get("tir.is_scheduled"):
+                raise
+            raise BuildError(
+                f"{gv.name_hint} was scheduled for a CPU (it is marked tir.is_scheduled but "
+                f"binds no loop to a GPU thread), and the default schedule of {target} cannot "
+                f"rebind it. {err}. Build the module for cuda before scheduling it for a CPU "
+                "(relax.get_pipeline is target independent)."
+            ) from None
+        if updated is mod:
+            updated = mod.copy()
+        updated[gv] = scheduled[gv.name_hint]
+    return updated
+
+
+def _as_pass(pipeline: str | Pass) -> Pass:
+    if isinstance(pipeline, Pass):
+        return pipeline
+    if isinstance(pipeline, str):
+        return get_pipeline(pipeline)
+    raise BuildError(
+        f"relax_pipeline must be a pipeline name (such as 'default') or a Pass, not {pipeline!r}"
+    )
 
 
 class VirtualMachine:
@@ -198,18 +227,17 @@ class VirtualMachine:
                 f"VirtualMachine needs the Executable relax.build returns, not {type(exe).__name__}"
             )
         self.executable = exe
-        on_gpu = exe.target.kind == "cuda"
-        self.device = (device[0] if isinstance(device, list) and device else device) or (
-            cuda() if on_gpu else cpu()
-        )
+        self.device = (
+            device[0] if isinstance(device, list) and device else device
+        ) or exe.target.device()
         if not isinstance(self.device, Device):
             raise VMError(
                 f"VirtualMachine runs on a device such as mlckit.cpu() or mlckit.cuda(), not "
                 f"{describe(self.device)}"
             )
-        if (self.device.device_type == "cuda") != on_gpu:
+        if self.device.device_type != exe.target.device_type:
             raise VMError(
-                f"the executable was built for {exe.target.kind} and cannot run on "
+                f"the executable was built for {exe.target.kind.name} and cannot run on "
                 f"{self.device}; build it for the device's target"
             )
         self._namespace = exe.make_namespace()

@@ -106,11 +106,11 @@ class RelaxToPython:
         globals_: dict[str, str],
         constants: list[Constant],
         kernels: dict[str, tuple[ParamSpec, ...]] | None = None,
-        device: str = "cpu",
+        on_gpu: bool = False,
     ):
         self.func = func
-        # Where tensors live: "cpu" (numpy arrays) or "cuda" (numba device arrays).
-        self.device = device
+        # Where tensors live: numpy arrays on the CPU, or numba device arrays on the GPU.
+        self.on_gpu = on_gpu
         self.name = name
         # Module-level names: relax function and kernel names by their GlobalVar name.
         self.globals = globals_
@@ -337,7 +337,7 @@ class RelaxToPython:
         self.owned.add(binding.var)
 
     def alloc_storage(self, target: str, call: Call, binding: VarBinding) -> None:
-        if self.device == "cuda":
+        if self.on_gpu:
             raise BuildError(
                 f"{self.func_label()}: `{binding.var.name_hint} = R.memory.alloc_storage(...)`: "
                 "the cuda target allocates each tensor itself; build the module before "
@@ -530,7 +530,7 @@ class RelaxToPython:
         return f"np.{dtype}"
 
     def _empty(self, shape: str, dtype: str) -> str:
-        if self.device == "cuda":
+        if self.on_gpu:
             return f"cuda.device_array({shape}, dtype={self._np_dtype(dtype)})"
         return f"aligned_empty({shape}, dtype={self._np_dtype(dtype)})"
 

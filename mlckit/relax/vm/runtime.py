@@ -116,7 +116,7 @@ def from_ndarray(value: Any, device: Device | None = None, written: str | None =
 
     ``written`` names a parameter that a kernel writes into: the result must land in the
     caller's own array, so one that would be copied is refused instead."""
-    on_gpu = device is not None and device.device_type == "cuda"
+    on_gpu = device is not None and device.is_gpu
     if isinstance(value, (tuple, list)):  # kept a list, for error messages to name it
         return type(value)(from_ndarray(v, device) for v in value)
     data = value._data if isinstance(value, NDArray) else value

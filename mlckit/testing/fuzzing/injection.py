@@ -43,6 +43,7 @@ from mlckit.errors import MLCError
 from mlckit.ir.module import IRModule
 from mlckit.relax.vm.codegen import VM_RUNTIME_NAMES
 from mlckit.script import from_source
+from mlckit.target import Target
 from mlckit.tir.schedule.default_gpu_schedule import DefaultGPUSchedule
 
 from . import Trial, WrongResult, canary_payload, judge
@@ -186,13 +187,13 @@ def _floats(nprng: np.random.Generator, *shape: int) -> np.ndarray:
 def _build(functions: dict[str, tir.PrimFunc], target: str) -> Any:
     """``mlckit.build`` of the PrimFuncs, bound to GPU threads first for "cuda"."""
     mod = IRModule(functions)
-    if target == "cuda":
+    if Target(target).is_gpu:
         mod = DefaultGPUSchedule()(mod)
     return mlckit.build(mod, target)
 
 
 def _device(target: str) -> Any:
-    return mlckit.cuda() if target == "cuda" else mlckit.cpu()
+    return Target(target).device()
 
 
 def _call(lib: Any, key: str, target: str, inputs: list[np.ndarray], shape: tuple) -> np.ndarray:
@@ -347,7 +348,7 @@ def trial_for_seed(seed: int) -> Trial:
     rng = random.Random(seed)
     scenario = rng.choice(SCENARIOS)
     target = rng.choices(list(TARGET_SHARES), weights=list(TARGET_SHARES.values()))[0]
-    if scenario.cpu_only and target == "cuda":
+    if scenario.cpu_only and Target(target).is_gpu:
         target = "llvm"
     hostile = set(rng.sample(scenario.slots, rng.randint(1, len(scenario.slots))))
     names = {s: hostile_name(rng) if s in hostile else _PLAIN[s] for s in scenario.slots}
