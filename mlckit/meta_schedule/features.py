@@ -26,9 +26,8 @@ from mlckit.ir.dtype import bits
 from mlckit.ir.module import IRModule
 from mlckit.tir import expr as E
 from mlckit.tir import stmt as S
-from mlckit.tir.analysis import collect_vars
+from mlckit.tir.analysis import FootprintRow, block_nests, collect_vars, footprint
 from mlckit.tir.buffer import Buffer
-from mlckit.tir.footprint import FootprintRow, block_nests, footprint
 from mlckit.tir.function import PrimFunc
 from mlckit.tir.stmt_functor import post_order_visit, substitute
 from mlckit.tir.transform import lower_prim_func

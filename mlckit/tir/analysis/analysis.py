@@ -11,10 +11,10 @@ from typing import Any
 from mlckit import arith
 from mlckit.arith.canonical import KeyCache
 
-from .buffer import Buffer, BufferRegion
-from .expr import BufferLoad, IntImm, Max, Min, PrimExpr, Range, Var
-from .stmt import Block, BlockRealize, BufferStore, For, LetStmt
-from .stmt_functor import StmtExprVisitor, post_order_visit, substitute
+from ..buffer import Buffer, BufferRegion
+from ..expr import BufferLoad, IntImm, Max, Min, PrimExpr, Range, Var
+from ..stmt import Block, BlockRealize, BufferStore, For, LetStmt
+from ..stmt_functor import StmtExprVisitor, post_order_visit, substitute
 
 
 def collect_vars(node: Any) -> list[Var]:
@@ -205,8 +205,3 @@ __all__ = [
     "get_block_read_write_region",
     "infer_block_regions",
 ]
-from .footprint import (  # noqa: E402 (footprint.py imports this module)
-    BlockNest as BlockNest,
-)
-from .footprint import block_nests as block_nests  # noqa: E402
-from .footprint import footprint as footprint  # noqa: E402

@@ -1,7 +1,7 @@
 """``footprint``: how many bytes of each buffer a block touches inside one iteration of each of
 its loops — the number that explains why a tiled loop nest is faster.
 
-This lives in its own module and is re-exported as ``mlckit.tir.analysis.footprint``.
+``mlckit.tir.analysis`` exports it with ``block_nests``, the loop nest above each block.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from mlckit.errors import MLCError
 from mlckit.ir.dtype import bits
 from mlckit.ir.module import IRModule
 
-from . import stmt as S
+from .. import stmt as S
+from ..buffer import Buffer, BufferRegion
+from ..expr import IntImm, Max, Min, Not, PrimExpr, Range, Var, is_true
+from ..function import PrimFunc
+from ..stmt_functor import substitute
 from .analysis import get_block_read_write_region
-from .buffer import Buffer, BufferRegion
-from .expr import IntImm, Max, Min, Not, PrimExpr, Range, Var, is_true
-from .function import PrimFunc
-from .stmt_functor import substitute
 
 _KIND = {
     S.ForKind.SERIAL: "",
@@ -241,4 +241,4 @@ def _size(value: int | None) -> str:
     return f"{value / (1024 * 1024):.1f} MiB"
 
 
-__all__ = ["Footprint", "FootprintRow", "footprint"]
+__all__ = ["BlockNest", "Footprint", "FootprintRow", "block_nests", "footprint"]
