@@ -18,7 +18,10 @@ def test_python_api_aliases():
     assert tvm.relax.vm.build is tvm.relax.build
     assert tvm.s_tir.Schedule is tvm.tir.Schedule
     assert tvm.tir.ScheduleError is tvm.tir.schedule.ScheduleError is tvm.errors.ScheduleError
-    assert tvm.viz.graph and tvm.widgets.PassStepper and tvm.exercises.check  # lazy subpackages
+    assert tvm.nd is tvm.runtime and tvm.cuda is tvm.nd.ndarray.cuda and tvm.cpu is tvm.nd.cpu
+    assert tvm.exercises.check and tvm.datasets.fashion_mnist
+    # The subpackages mlckit loads on first use, for the optional packages they import.
+    assert tvm.viz.graph and tvm.widgets.PassStepper and tvm.meta_schedule.tune_relax
 
 
 def test_newer_tvmscript_spellings_parse_to_the_classic_ir():
