@@ -54,7 +54,8 @@ from ..analysis import collect_vars
 from ..function import PrimFunc
 from ..stmt_functor import post_order_visit
 from .default_schedule import _block_names, _needs_schedule, _try, inline_elementwise
-from .schedule import BlockRV, Schedule, _walk_until_block
+from .schedule import BlockRV, Schedule
+from .state import _walk_until_block
 
 MAX_THREADS_PER_BLOCK = 256
 

@@ -32,8 +32,7 @@ from ..expr import PrimExpr
 from ..function import PrimFunc
 from . import primitives
 from .state import BlockRV, ExprRV, LoopRV, ScheduleState, _short
-from .state import _walk_until_block as _walk_until_block  # default_gpu_schedule imports it here
-from .trace import SAMPLING_KINDS, Instruction, Trace
+from .trace import PRIMITIVE_SIGNATURES, SAMPLING_KINDS, Instruction, Trace
 
 Method = TypeVar("Method", bound=Callable[..., Any])
 
@@ -48,6 +47,7 @@ def primitive(method: Method) -> Method:
     which a replay passes back as ``decision=``.
     """
     kind = method.__name__
+    PRIMITIVE_SIGNATURES[kind] = inspect.signature(method)
 
     @functools.wraps(method)
     def recorded(self: Schedule, *args: Any, **kwargs: Any) -> Any:

@@ -237,12 +237,15 @@ def _lambda_text(func: Any) -> str:
     return f"lambda {', '.join(names)}: [{body}]"
 
 
+# The signature of each primitive's Schedule method, by kind: its ``@primitive`` decorator
+# registers it when schedule.py is imported (which imports this module to record traces).
+PRIMITIVE_SIGNATURES: dict[str, inspect.Signature] = {}
+
+
 def _arguments(inst: Instruction, namer: _RVNamer) -> str:
     """The arguments of a step as the call prints them, named after the parameters of the
     Schedule method of its kind."""
-    from .schedule import Schedule  # schedule.py imports this module: it records traces
-
-    params = list(inspect.signature(getattr(Schedule, inst.kind)).parameters.values())
+    params = list(PRIMITIVE_SIGNATURES[inst.kind].parameters.values())
     parts = []
     for i, param in enumerate(params[1 : len(inst.args) + 1]):
         if param.kind is inspect.Parameter.VAR_POSITIONAL:
