@@ -27,7 +27,7 @@ import numpy as np
 
 import mlckit
 from mlckit import te
-from mlckit.runtime.cuda import numba_cuda, simulated
+from mlckit.runtime.gpu import numba_cuda, simulated
 from mlckit.testing.gpu_schedules import (
     local_blocking_matmul,
     one_thread_per_element,

@@ -57,7 +57,7 @@ from mlckit import meta_schedule as ms
 from mlckit import relax, te
 from mlckit.datasets import fashion_mnist, mlp_params, mlp_reference
 from mlckit.ir import IRModule
-from mlckit.runtime.cuda import numba_cuda, simulated
+from mlckit.runtime.gpu import numba_cuda, simulated
 from mlckit.runtime.ndarray import aligned_copy, aligned_empty
 from mlckit.tir import PrimFunc
 from mlckit.tir.schedule.default_gpu_schedule import schedule_for_gpu

@@ -51,7 +51,7 @@ from IPython.display import SVG, display
 import mlckit
 from mlckit import relax, tir
 from mlckit.exercises import check, hint, solution  # noqa: F401 - for the exercises
-from mlckit.runtime.cuda import simulated
+from mlckit.runtime.gpu import simulated
 from mlckit.script import ir as I
 from mlckit.script import tir as T
 from mlckit.tir.stmt_functor import StmtExprVisitor

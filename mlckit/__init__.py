@@ -28,11 +28,7 @@ from .errors import (
     WellFormedError,
 )
 from .ir import IRModule, instrument, transform
-from .runtime import get_global_func, register_func, register_global_func
-
-# From ndarray itself: once mlckit.runtime.cuda (the numba.cuda support module) is loaded, the
-# package attribute `runtime.cuda` names that module instead of the device function.
-from .runtime.ndarray import cpu, cuda
+from .runtime import cpu, cuda, get_global_func, register_func, register_global_func
 from .target import Target
 
 __version__ = "0.1.0"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import mlckit as tvm
+import mlckit.runtime.gpu  # noqa: F401
 from mlckit.ir import assert_structural_equal
 from mlckit.script import from_source
 
@@ -80,3 +81,9 @@ class M:
     vm = tvm.relax.VirtualMachine(tvm.compile(mod, target="python"), tvm.cpu())
     x = np.arange(4, dtype="float32")
     np.testing.assert_array_equal(vm["main"](tvm.runtime.tensor(x)).numpy(), x)
+
+
+def test_device_functions_stay_functions_once_the_gpu_support_loads():
+    # mlckit.runtime.gpu (numba.cuda support) is loaded above: it must not shadow runtime.cuda.
+    assert tvm.nd.cuda(1) == tvm.runtime.cuda(1) == tvm.cuda(1)
+    assert tvm.nd.cpu() == tvm.cpu()

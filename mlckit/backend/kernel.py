@@ -31,7 +31,7 @@ from mlckit.errors import BuildError
 from mlckit.ir.module import IRModule
 from mlckit.ir.name_supply import sanitize
 from mlckit.ir.transform import Pass
-from mlckit.runtime.cuda import simulated
+from mlckit.runtime.gpu import simulated
 from mlckit.runtime.module import ParamSpec
 from mlckit.target import Target
 from mlckit.tir import expr as E
@@ -115,7 +115,7 @@ _CODEGENS = {
     "numba_cuda": _Codegen(
         (
             "",
-            "from mlckit.runtime.cuda import numba_cuda",
+            "from mlckit.runtime.gpu import numba_cuda",
             "",
             "cuda = numba_cuda()  # numba.cuda (its simulator on a machine without a GPU)",
         ),

@@ -200,7 +200,7 @@ def _device_args(arrays: list[np.ndarray], target: str) -> tuple[list[Any], Call
     on the memory layout it will run on."""
     if not Target(target).is_gpu:
         return [aligned_copy(a) for a in arrays], lambda: None
-    from mlckit.runtime.cuda import numba_cuda
+    from mlckit.runtime.gpu import numba_cuda
     from mlckit.runtime.ndarray import array, cuda
 
     return [array(a, cuda()) for a in arrays], numba_cuda().synchronize

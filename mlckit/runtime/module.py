@@ -16,7 +16,7 @@ import numpy as np
 
 from mlckit.errors import MLCError, VMError
 
-from .cuda import is_device_array, to_device
+from .gpu import is_device_array, to_device
 from .ndarray import Device, NDArray
 
 

@@ -1,5 +1,5 @@
 """NDArray: a tensor living on a device: host memory (a numpy array) or a GPU's (a numba
-device array, see ``mlckit.runtime.cuda``)."""
+device array, see ``mlckit.runtime.gpu``)."""
 
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ def array(data: Any, device: Device | None = None, dtype: Any = None) -> NDArray
         arr = arr.astype(np.float32)
     arr = aligned_copy(arr)
     if device is not None and device.is_gpu:
-        from .cuda import to_device
+        from .gpu import to_device
 
         return NDArray(to_device(arr), device)
     return NDArray(arr, device)
@@ -152,7 +152,7 @@ def array(data: Any, device: Device | None = None, dtype: Any = None) -> NDArray
 
 def empty(shape: Any, dtype: str = "float32", device: Device | None = None) -> NDArray:
     if device is not None and device.is_gpu:
-        from .cuda import device_array
+        from .gpu import device_array
 
         return NDArray(device_array(tuple(shape), np.dtype(dtype)), device)
     return NDArray(aligned_empty(shape, dtype), device)

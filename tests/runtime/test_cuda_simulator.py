@@ -7,8 +7,8 @@ import time
 import numpy as np
 import pytest
 
-import mlckit.runtime.cuda as runtime_cuda
-from mlckit.runtime.cuda import numba_cuda, simulated
+import mlckit.runtime.gpu as runtime_gpu
+from mlckit.runtime.gpu import numba_cuda, simulated
 
 # The simulator runs a kernel with its module global `cuda` swapped for a fake one.
 cuda = numba_cuda()
@@ -32,7 +32,7 @@ def test_every_thread_of_a_block_gets_the_same_shared_array(monkeypatch):
         time.sleep(0.01)
         return np.empty(shape, dtype)
 
-    monkeypatch.setattr(runtime_cuda, "_allocate", slow_allocate)
+    monkeypatch.setattr(runtime_gpu, "_allocate", slow_allocate)
     out = np.zeros(32, np.float32)
     rotate[1, 32](out)
     np.testing.assert_array_equal(out, (np.arange(32) + 1) % 32)

@@ -14,7 +14,7 @@ from mlckit.errors import BuildError, MLCError, ScheduleError, VMError
 from mlckit.ir.module import IRModule
 from mlckit.ir.name_supply import NameSupply
 from mlckit.ir.transform import Pass
-from mlckit.runtime.cuda import is_device_array, numba_cuda
+from mlckit.runtime.gpu import is_device_array, numba_cuda
 from mlckit.runtime.module import (
     BenchmarkResult,
     check_arguments,

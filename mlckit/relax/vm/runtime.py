@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from mlckit.errors import VMError
-from mlckit.runtime.cuda import is_device_array, to_device
+from mlckit.runtime.gpu import is_device_array, to_device
 from mlckit.runtime.module import convert_hint, describe, scalar_problem
 from mlckit.runtime.ndarray import Device, NDArray, cuda
 from mlckit.runtime.ndarray import aligned_empty as aligned_empty  # for the generated code
