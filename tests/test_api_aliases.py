@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import mlckit as tvm
-import mlckit.runtime.gpu  # noqa: F401
+import mlckit.runtime.gpu  # numba.cuda support, loaded before the test below
 from mlckit.ir import assert_structural_equal
 from mlckit.script import from_source
 
