@@ -17,6 +17,7 @@ from mlckit.ir.dtype import check_dtype
 from mlckit.ir.module import BaseFunc, GlobalVar
 from mlckit.ir.node import Node, check_str
 from mlckit.ir.op import Op
+from mlckit.runtime.ndarray import NDArray, array
 from mlckit.tir.expr import PrimExpr
 from mlckit.tir.expr import convert as convert_prim
 
@@ -178,8 +179,6 @@ class Constant(LeafExpr):
     data: Any = None
 
     def __init__(self, data: Any, struct_info: StructInfo | None = None, *, span: Any = None):
-        from mlckit.runtime.ndarray import NDArray, array
-
         if not isinstance(data, NDArray):
             data = array(np.asarray(data))
         if struct_info is None:
@@ -544,8 +543,6 @@ def convert_to_expr(value: Any) -> Expr:
 def const(value: Any, dtype: str | None = None) -> Constant:
     """A constant tensor from a number, numpy array or NDArray (``relax.const``). A value
     that ``dtype`` cannot hold exactly is refused (``const(300, "int8")`` would wrap to 44)."""
-    from mlckit.runtime.ndarray import NDArray
-
     if isinstance(value, NDArray):
         value = value.numpy()
     try:

@@ -15,6 +15,7 @@ from typing import Any
 from mlckit.errors import MLCError
 from mlckit.ir.module import GlobalVar
 from mlckit.ir.op import Op
+from mlckit.ir.structural import structural_equal
 
 from .expr import (
     Binding,
@@ -346,8 +347,6 @@ class ExprMutator(ExprFunctor):
 
     def _var_for(self, var: Var, struct_info: Any) -> Var:
         """``var``, or a same-named replacement when its value's struct info changed."""
-        from mlckit.ir.structural import structural_equal
-
         if (
             struct_info is None
             or var.struct_info_ is struct_info

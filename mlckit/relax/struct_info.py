@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from mlckit.errors import IRError
 from mlckit.ir.dtype import check_dtype
 from mlckit.ir.node import Node
-from mlckit.tir.expr import PrimExpr, convert
+from mlckit.tir.expr import Cast, IntImm, PrimExpr, convert
 
 if TYPE_CHECKING:
     from .expr import Expr
@@ -155,8 +155,6 @@ def _as_dim(value: Any) -> PrimExpr:
         if value.dtype == "int64":
             return value
         if value.dtype.startswith("int"):
-            from mlckit.tir.expr import Cast, IntImm
-
             if isinstance(value, IntImm):
                 return IntImm("int64", value.value)
             return Cast("int64", value)

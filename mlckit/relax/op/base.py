@@ -15,6 +15,7 @@ from typing import Any
 from mlckit.errors import StructInfoError
 from mlckit.ir.module import GlobalVar
 from mlckit.tir.expr import PrimExpr
+from mlckit.tir.function import PrimFunc
 
 from ..expr import Call, Expr, ExternFunc, ShapeExpr, Tuple, convert_to_expr
 from ..struct_info import (
@@ -96,8 +97,6 @@ def _infer_call_tir(call: Call, ctx: Any) -> StructInfo:
     result = _dps_result(call)
     mod = getattr(ctx, "context_mod", None)
     if mod is not None and callee.name_hint in mod:
-        from mlckit.tir.function import PrimFunc
-
         func = mod[callee.name_hint]
         n_in = len(call.args[1].struct_info_.fields)  # type: ignore[union-attr]
         n_out = len(call.sinfo_args)

@@ -16,6 +16,7 @@ from mlckit.tir import expr as E
 from ..expr import Constant, Function, Var, const
 from ..expr_functor import ExprMutator
 from ..struct_info import TensorStructInfo
+from ..utils import format_struct_info
 
 
 class _Binder(ExprMutator):
@@ -55,19 +56,13 @@ def _check_compatible(func_name: str, param: Var, array: np.ndarray) -> None:
     for axis, dim in enumerate(sinfo.shape_values or ()):
         if isinstance(dim, E.IntImm) and dim.value != array.shape[axis]:
             raise MLCError(
-                f"{where} has shape {_shape_text(sinfo)}, the value has shape {array.shape}"
+                f"{where} has shape {format_struct_info(sinfo)}, the value has shape {array.shape}"
             )
         if not isinstance(dim, E.IntImm):
             raise MLCError(
-                f"{where} has the symbolic shape {_shape_text(sinfo)}; binding it "
+                f"{where} has the symbolic shape {format_struct_info(sinfo)}; binding it "
                 "would fix symbolic dims, which BindParams does not do yet"
             )
-
-
-def _shape_text(sinfo: TensorStructInfo) -> str:
-    from ..utils import format_struct_info
-
-    return format_struct_info(sinfo)
 
 
 def BindParams(func_name: str, params: Mapping[str, Any]) -> transform.Pass:

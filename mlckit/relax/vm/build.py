@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from mlckit.backend.codegen import HELPER_SOURCE
 from mlckit.backend.kernel import Kernel, build_kernels
 from mlckit.errors import BuildError, MLCError, ScheduleError, VMError
@@ -22,7 +24,7 @@ from mlckit.runtime.module import (
     division_by_zero,
     time_function,
 )
-from mlckit.runtime.ndarray import Device, aligned_copy
+from mlckit.runtime.ndarray import Device, NDArray, aligned_copy
 from mlckit.target import Target
 from mlckit.tir.function import PrimFunc
 
@@ -81,8 +83,6 @@ class Executable:
         self, wrap_kernel: Callable[[str, Any], Any] | None = None
     ) -> dict[str, Any]:
         """Execute the relax functions' code in a fresh namespace bound to the kernels."""
-        import numpy as np
-
         # One aligned copy each: the kernels must not write into the module's constants.
         constants = [aligned_copy(np.asarray(c.data)) for c in self.constants]
         namespace: dict[str, Any] = {"np": np, "constants": constants, "cuda": None}
@@ -338,10 +338,6 @@ class ProfileReport:
 
 
 def _wrap_result(value: Any, device: Device) -> Any:
-    import numpy as np
-
-    from mlckit.runtime.ndarray import NDArray
-
     if isinstance(value, np.ndarray) or is_device_array(value):
         return NDArray(value, device)
     if isinstance(value, tuple):

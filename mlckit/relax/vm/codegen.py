@@ -30,14 +30,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from mlckit.arith import Analyzer
 from mlckit.backend.codegen import HELPER_SOURCE, RESERVED, PrimExprPrinter, string_literal
 from mlckit.errors import BuildError
-from mlckit.ir.dtype import SCALAR_DTYPES
+from mlckit.ir.dtype import SCALAR_DTYPES, to_numpy
 from mlckit.ir.module import GlobalVar
 from mlckit.ir.name_supply import NameSupply
 from mlckit.ir.op import Op
 from mlckit.runtime.module import ParamSpec, a
 from mlckit.tir import expr as E
+from mlckit.tir.analysis import collect_vars
 
 from ..analysis.analysis import used_vars
 from ..expr import (
@@ -223,8 +225,6 @@ class RelaxToPython:
             )
 
     def _require_defined(self, expr: E.PrimExpr) -> None:
-        from mlckit.tir.analysis import collect_vars
-
         for var in collect_vars(expr):
             if id(var) not in self.defined_dims:
                 raise BuildError(
@@ -355,9 +355,6 @@ class RelaxToPython:
     def storage_view(self, target: str, call: Call, binding: VarBinding) -> None:
         """``R.memory.alloc_tensor``: a view of bytes ``[offset, offset + nbytes)`` of a storage,
         checked against the storage's size at build time when both are known, else at run time."""
-        from mlckit.arith import Analyzer
-        from mlckit.ir.dtype import to_numpy
-
         storage, offset, shape, dtype_arg = call.args
         if not isinstance(shape, ShapeExpr) or not isinstance(offset, PrimValue):
             raise BuildError(

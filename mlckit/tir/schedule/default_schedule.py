@@ -42,6 +42,7 @@ from mlckit.ir.module import BaseFunc, IRModule
 from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
+from ..stmt_functor import post_order_visit
 from .schedule import BlockRV, LoopRV, Schedule
 
 # Work (iterations known at compile time) below which threads cost more than they save.
@@ -129,8 +130,6 @@ def _var_indices(load: E.BufferLoad | S.BufferStore) -> list[int] | None:
 
 
 def _loads(expr: E.PrimExpr) -> list[E.BufferLoad]:
-    from ..stmt_functor import post_order_visit
-
     found: list[E.BufferLoad] = []
     post_order_visit(expr, lambda n: found.append(n) if isinstance(n, E.BufferLoad) else None)
     return found
