@@ -61,10 +61,14 @@ from typing import Any
 
 import numpy as np
 
+from mlckit.driver import build
 from mlckit.errors import MLCError
 from mlckit.ir.module import IRModule
 from mlckit.ir.structural import structural_hash
-from mlckit.runtime.ndarray import aligned_copy
+from mlckit.runtime.gpu import numba_cuda
+from mlckit.runtime.module import time_function
+from mlckit.runtime.ndarray import aligned_copy, array, cuda
+from mlckit.script import from_source
 from mlckit.target import Target
 from mlckit.tir.expr import IntImm
 from mlckit.tir.function import PrimFunc
@@ -175,15 +179,12 @@ def _describe(err: BaseException) -> str:
 
 def _load(source: str, target: str) -> Any:
     """Build the candidate (or load it from the kernel cache) and return its function."""
-    from mlckit.driver import build
-    from mlckit.script import from_source
-
     return build(IRModule({"main": from_source(source)}), target)["main"]
 
 
 def _ready() -> None:
-    """Import the compiler, so the first timed candidate does not pay for it."""
-    import mlckit.driver  # noqa: F401
+    """Nothing to do: a worker imports this module, and with it the compiler, to run it, so the
+    first timed candidate does not pay for the import."""
 
 
 def _build_one(source: str, target: str) -> str | None:
@@ -200,9 +201,6 @@ def _device_args(arrays: list[np.ndarray], target: str) -> tuple[list[Any], Call
     on the memory layout it will run on."""
     if not Target(target).is_gpu:
         return [aligned_copy(a) for a in arrays], lambda: None
-    from mlckit.runtime.gpu import numba_cuda
-    from mlckit.runtime.ndarray import array, cuda
-
     return [array(a, cuda()) for a in arrays], numba_cuda().synchronize
 
 
@@ -242,8 +240,6 @@ def _run_one(
     repeat: int,
     min_repeat_ms: float,
 ) -> tuple[list[float] | None, str | None]:
-    from mlckit.runtime.module import time_function
-
     try:
         func = _load(source, target)
         args, sync = _device_args(inputs, target)

@@ -14,6 +14,7 @@ from typing import Any
 from mlckit.ir.module import GlobalVar, IRModule
 from mlckit.ir.op import Op
 from mlckit.relax import expr as rx
+from mlckit.relax.expr_functor import ExprVisitor
 from mlckit.tir import stmt as ts
 from mlckit.tir.function import PrimFunc
 from mlckit.tir.stmt_functor import post_order_visit
@@ -96,7 +97,6 @@ def _count_tir(func: PrimFunc) -> tuple[int, int]:
 def _calls(func: rx.Function) -> list[tuple[str, str]]:
     """(how, callee name) for every call of another function in ``func``, in order."""
     found: list[tuple[str, str]] = []
-    from mlckit.relax.expr_functor import ExprVisitor
 
     class Calls(ExprVisitor):
         def visit_call_(self, call: rx.Call) -> None:

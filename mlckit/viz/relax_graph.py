@@ -23,6 +23,7 @@ from mlckit.ir.op import Op
 from mlckit.relax import expr as rx
 from mlckit.relax.analysis import used_vars
 from mlckit.relax.analysis.op_pattern import OpPatternKind, analyze_op_pattern
+from mlckit.relax.block_builder import BlockBuilder
 from mlckit.relax.transform.legalize_ops.common import get_legalize
 from mlckit.tir.function import PrimFunc
 
@@ -315,8 +316,6 @@ def primfunc_pattern(func: PrimFunc) -> OpPatternKind:
 
 
 def _legalized_pattern(legalize: Any, call: rx.Call) -> OpPatternKind | None:
-    from mlckit.relax.block_builder import BlockBuilder
-
     builder = BlockBuilder()
     try:
         legalize(builder, call)

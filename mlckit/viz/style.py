@@ -12,7 +12,9 @@ import html
 from collections.abc import Iterable
 from typing import Any
 
+from mlckit.relax import struct_info as S
 from mlckit.relax.analysis.op_pattern import OpPatternKind
+from mlckit.relax.utils import format_dim, format_shape
 
 FONT = "Helvetica"
 CODE_FONT = "Courier"
@@ -93,8 +95,6 @@ def short_dtype(dtype: str) -> str:
 
 def prim_text(expr: Any) -> str:
     """A PrimExpr as a student writes it (``n``, ``784``, ``j_0 * 4 + j_1``)."""
-    from mlckit.relax.utils import format_dim
-
     return format_dim(expr)
 
 
@@ -104,8 +104,6 @@ def dims_text(values: Iterable[Any]) -> str:
 
 def compact_sinfo(sinfo: Any) -> str:
     """Struct info in the pictures' compact spelling: ``f32[n, 128]``, ``(f32[4], i64)``."""
-    from mlckit.relax import struct_info as S
-
     if isinstance(sinfo, S.TensorStructInfo):
         values = sinfo.shape_values
         if values is not None:
@@ -129,10 +127,7 @@ def compact_sinfo(sinfo: Any) -> str:
 
 def shape_text(sinfo: Any) -> str:
     """What an edge carries: a tensor's shape ``(n, 256)``, else the compact struct info."""
-    from mlckit.relax.struct_info import TensorStructInfo
-    from mlckit.relax.utils import format_shape
-
-    if isinstance(sinfo, TensorStructInfo) and sinfo.shape_values is not None:
+    if isinstance(sinfo, S.TensorStructInfo) and sinfo.shape_values is not None:
         return format_shape(sinfo.shape_values)
     return compact_sinfo(sinfo) if sinfo is not None else ""
 

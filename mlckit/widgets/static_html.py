@@ -191,8 +191,6 @@ def error_text(err: BaseException) -> str:
     """What a widget shows for an error instead of a traceback: the error's type and message,
     and for errors that are not mlckit's own (a bug in a student's pass, say) the line that
     raised it."""
-    from mlckit.errors import MLCError
-
     text = f"{type(err).__name__}: {err}"
     if not isinstance(err, MLCError) and err.__traceback__ is not None:
         frame = traceback.extract_tb(err.__traceback__)[-1]
