@@ -10,12 +10,13 @@ from typing import Any
 
 import numpy as np
 
+from mlckit.driver import build
 from mlckit.ir import IRModule
 from mlckit.tir import IterVar, PrimFunc
 from mlckit.tir.stmt import Block
 from mlckit.tir.stmt_functor import post_order_visit
 
-from .checks import as_prim_func, assert_close, random_inputs, run_prim_func
+from .checks import as_prim_func, assert_close, program_diff, random_inputs, run_prim_func
 from .core import Mismatch, exercise
 from .solutions import ch1 as solutions
 
@@ -40,17 +41,13 @@ def _reduction_axes(block: Block) -> list[str]:
 
 def _generated_python(func: PrimFunc, name: str) -> str:
     """The Python the "python" target generates for ``func``, from its ``def`` line on."""
-    import mlckit
-
-    source = mlckit.build(IRModule({name: func}), target="python").source(name)
+    source = build(IRModule({name: func}), target="python").source(name)
     return source[source.index("def ") :]
 
 
 def _generated_diff(answer: PrimFunc, target: PrimFunc, name: str) -> Any:
     """The generated Python of the target beside the answer's: what each program means."""
-    from mlckit.viz import diff
-
-    return diff(
+    return program_diff(
         _generated_python(target, name),
         _generated_python(answer, name),
         names=("target (generated Python)", "yours (generated Python)"),

@@ -9,11 +9,14 @@ from typing import Any
 
 import numpy as np
 
+from mlckit import relax
+from mlckit.datasets import cnn_params, fashion_mnist, mlp_params, mlp_reference
 from mlckit.errors import MLCError
 from mlckit.ir import IRModule, Op
 from mlckit.ir.structural import structural_equal
 from mlckit.relax import BlockBuilder, Call, ExternFunc, Function, GlobalVar, TensorStructInfo
 from mlckit.relax.utils import format_dim, format_struct_info
+from mlckit.runtime import cpu
 from mlckit.tir import IntImm, PrimFunc
 
 from . import checks
@@ -80,16 +83,13 @@ def shape_text(dims: Sequence[Any]) -> str:
 
 def build_and_load(mod: IRModule) -> Any:
     """``relax.build(mod, "llvm")`` and a VirtualMachine on the CPU; a failure is a Mismatch."""
-    import mlckit
-    from mlckit import relax
-
     try:
         ex = relax.build(mod, target="llvm")
     except MLCError as err:
         raise checks.build_mismatch(
             err, "relax.build failed on your module", "the message says what to change"
         ) from None
-    return ex, relax.VirtualMachine(ex, mlckit.cpu())
+    return ex, relax.VirtualMachine(ex, cpu())
 
 
 # ------------------------------------------------------------------ ch3.call_tir_numpy
@@ -302,8 +302,6 @@ def _check_prim_func_accepts(name: str, func: PrimFunc, call: Call, out: Any) ->
     solution=solutions.any_batch,
 )
 def check_any_batch(answer: Any) -> None:
-    from mlckit.datasets import fashion_mnist, mlp_params, mlp_reference
-
     main = relax_main(answer, _ANY_BATCH_HOW)
     names = [p.name_hint for p in main.params]
     if len(names) != 5:
@@ -523,9 +521,6 @@ def _first_wrong_kernel(
     solution=solutions.cnn,
 )
 def check_cnn(answer: Any) -> None:
-    from mlckit import relax
-    from mlckit.datasets import cnn_params, fashion_mnist
-
     how = "build main with bb.function('main', [x]) and pass the module: bb.get()"
     main = relax_main(answer, how)
     params = cnn_params()

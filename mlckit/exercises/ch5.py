@@ -13,10 +13,12 @@ model that no kernel reproduces. torch is an optional dependency, imported when 
 from __future__ import annotations
 
 import inspect
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 
+from mlckit.datasets import cnn_params, fashion_mnist
 from mlckit.errors import MLCError
 from mlckit.ir import IRModule, Op
 from mlckit.relax import BlockBuilder, Call, Function
@@ -91,10 +93,6 @@ def cnn_model() -> Any:
     """The course's assignment CNN as a ``torch.nn.Sequential`` (layers named ``conv``,
     ``relu0``, ``pool``, ``flatten``, ``linear0``, ``relu1``, ``linear1``) holding the trained
     weights of ``mlckit.datasets.cnn_params()``, in eval mode. Needs PyTorch."""
-    from collections import OrderedDict
-
-    from mlckit.datasets import cnn_params
-
     torch = _torch()
     nn = torch.nn
     model = nn.Sequential(
@@ -400,8 +398,6 @@ def _first_wrong_layer(ex: Any, main: Function, x: np.ndarray, model: Any) -> No
     solution=solutions.fx_cnn,
 )
 def check_fx_cnn(answer: Any) -> None:
-    from mlckit.datasets import fashion_mnist
-
     torch = _torch()
     if isinstance(answer, (IRModule, Function, BlockBuilder)):
         raise Mismatch(

@@ -22,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from mlckit.driver import build
 from mlckit.errors import BuildError
+from mlckit.runtime import array, cuda
 from mlckit.script import ir as I
 from mlckit.script import tir as T
 from mlckit.tir import For, IntImm, IterVar, PrimFunc
@@ -151,10 +153,8 @@ def _check_launch(func: PrimFunc) -> None:
 def _build(func: PrimFunc, hint: Callable[[str], str]) -> Any:
     """The function built for cuda; the code generator's refusal (it names the blocks no
     thread runs) becomes the message, with ``hint(message)`` as the hint."""
-    import mlckit
-
     try:
-        return mlckit.build(func, "cuda")
+        return build(func, "cuda")
     except BuildError as err:
         raise build_mismatch(err, "your kernel does not build for cuda", hint(str(err))) from None
 
@@ -174,11 +174,9 @@ def _switching_often() -> Iterator[None]:
 def _run(lib: Any, inputs: Sequence[np.ndarray], output: tuple[int, ...]) -> np.ndarray:
     """Call the built kernel on ``inputs`` and an output filled with NaN (elements no thread
     writes stay NaN); return the output."""
-    import mlckit
-
-    device = mlckit.cuda()
-    args = [mlckit.nd.array(a, device) for a in inputs]
-    result = mlckit.nd.array(np.full(output, np.nan, "float32"), device)
+    device = cuda()
+    args = [array(a, device) for a in inputs]
+    result = array(np.full(output, np.nan, "float32"), device)
     with _switching_often():
         lib["main"](*args, result)
     return result.numpy()

@@ -25,7 +25,7 @@ from mlckit.tir import PrimFunc
 from mlckit.tir.stmt import Block
 from mlckit.tir.stmt_functor import StmtExprVisitor
 
-from .checks import assert_close, random_inputs
+from .checks import assert_close, program_diff, random_inputs
 from .core import Mismatch, exercise
 from .solutions import ch7 as reference
 
@@ -147,12 +147,6 @@ def _run(mod: IRModule, inputs: Sequence[np.ndarray]) -> np.ndarray:
     return vm["main"](*inputs).numpy()
 
 
-def _program_diff(target: Any, answer: Any) -> Any:
-    from mlckit.viz import diff
-
-    return diff(target, answer, names=("target program", "your program"))
-
-
 def _as_passes(answer: Any) -> list[transform.Pass]:
     """The passes an answer stands for: a Pass, a Sequential, or a list of passes."""
     listed = isinstance(answer, (list, tuple))
@@ -270,7 +264,7 @@ def check_mul_by_two(answer: Any) -> None:
         )
     rewritten = remove_all_unused(rewritten)
     target = remove_all_unused(reference.mul_by_two()().visit_expr(original))
-    diff = _program_diff(target, rewritten)
+    diff = program_diff(target, rewritten)
     bindings = _bindings(rewritten)
     by_two = [
         b
@@ -355,7 +349,7 @@ def check_mul_by_two(answer: Any) -> None:
 def check_fuse_add_relu(answer: Any) -> None:
     result = _apply(_as_passes(answer), AddReluModule)
     target = _apply([reference.fuse_add_relu()], AddReluModule)
-    diff = _program_diff(target, result)
+    diff = program_diff(target, result)
     main = result["main"]
     bindings = _bindings(main)
     bound = {b.var: b.value for b in bindings}
@@ -470,7 +464,7 @@ def check_lower_and_fuse(answer: Any) -> None:
             "each pass expects the module in a certain form: FuseTIR fuses functions made "
             "only of call_tir, so the operators must be lowered before it runs",
         ) from None
-    diff = _program_diff(_apply(reference.lower_and_fuse(), GroupedMLP), result)
+    diff = program_diff(_apply(reference.lower_and_fuse(), GroupedMLP), result)
     grouped = [
         gv.name_hint
         for gv, func in result.functions.items()

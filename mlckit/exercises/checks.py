@@ -14,9 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from mlckit.driver import build
 from mlckit.errors import MLCError, StructuralMismatchError
 from mlckit.ir import IRModule, assert_structural_equal
-from mlckit.tir import ForKind, PrimFunc
+from mlckit.runtime import array, cpu, empty
+from mlckit.tir import ForKind, PrimFunc, Schedule
 from mlckit.tir.analysis import block_nests
 from mlckit.tir.transform import OutOfBoundsError
 
@@ -35,8 +37,6 @@ def random_inputs(
 
 def as_prim_func(answer: Any) -> PrimFunc:
     """The PrimFunc an answer stands for: a PrimFunc, a Schedule, or an IRModule holding one."""
-    from mlckit.tir import Schedule
-
     if isinstance(answer, Schedule):
         answer = answer.mod
     if isinstance(answer, IRModule):
@@ -70,8 +70,6 @@ def run_prim_func(
     ``fill`` (say ``float("nan")``) sets the outputs' contents before the call, so that an
     element the function reads before writing it (a reduction without an init) shows up.
     """
-    import mlckit
-
     arity = len(inputs) + len(outputs)
     if len(func.params) != arity:
         raise Mismatch(
@@ -97,15 +95,15 @@ def run_prim_func(
                 "check the dtypes in the T.Buffer annotations",
             )
     try:
-        lib = mlckit.build(func, target="llvm")
+        lib = build(func, target="llvm")
     except MLCError as err:
         raise build_mismatch(err, "your function does not build") from None
-    device = mlckit.cpu()
-    args = [mlckit.nd.array(a, device) for a in inputs]
+    device = cpu()
+    args = [array(a, device) for a in inputs]
     if fill is None:
-        results = [mlckit.nd.empty(shape, dtype, device) for shape, dtype in outputs]
+        results = [empty(shape, dtype, device) for shape, dtype in outputs]
     else:
-        results = [mlckit.nd.array(np.full(shape, fill, dtype), device) for shape, dtype in outputs]
+        results = [array(np.full(shape, fill, dtype), device) for shape, dtype in outputs]
     lib[next(iter(lib.function_names()))](*args, *results)
     return [r.numpy() for r in results]
 
@@ -166,8 +164,6 @@ def assert_same_program(answer: PrimFunc, target: PrimFunc) -> None:
     On a mismatch: the first differing node, a hint from comparing the two loop nests, and the
     diff of the two printed programs.
     """
-    from mlckit.viz import diff
-
     answer, target = _without_attrs(answer), _without_attrs(target)
     try:
         assert_structural_equal(answer, target)
@@ -175,8 +171,20 @@ def assert_same_program(answer: PrimFunc, target: PrimFunc) -> None:
         raise Mismatch(
             "your program differs from the target program. " + str(err),
             loop_nest_hint(answer, target),
-            diff(target, answer, names=("target program", "your program")),
+            program_diff(target, answer),
         ) from None
+
+
+def program_diff(target: Any, answer: Any, **options: Any) -> Any:
+    """``mlckit.viz.diff`` of the target program (or text) and the answer, target first.
+
+    The one import of viz here is inside this function: viz loads graphviz, and importing
+    mlckit (which loads the exercises) must not.
+    """
+    from mlckit.viz import diff
+
+    options.setdefault("names", ("target program", "your program"))
+    return diff(target, answer, **options)
 
 
 def _without_attrs(func: PrimFunc) -> PrimFunc:
