@@ -22,12 +22,11 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mlckit.errors import MLCError
-
-if TYPE_CHECKING:
-    from mlckit.exercises import Exercise
+from mlckit.exercises import Exercise
+from mlckit.exercises import exercises as registered_exercises
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = REPO_ROOT / "chapters"
@@ -387,9 +386,7 @@ def stage(book: Book, dest: Path) -> Path:
     if book.glossary is not None:
         shutil.copyfile(book.glossary, dest / book.glossary.name)
     if book.exercises:
-        from mlckit.exercises import exercises
-
-        page = exercises_page(book, exercises())
+        page = exercises_page(book, registered_exercises())
         (dest / EXERCISES_PAGE).write_text(page, encoding="utf-8")
     for name, content in (("_toc.yml", toc(book)), ("_config.yml", config(book))):
         (dest / name).write_text(yaml.safe_dump(content, sort_keys=False), encoding="utf-8")

@@ -25,7 +25,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mlckit.driver import build
 from mlckit.errors import BuildError, MLCError
+from mlckit.runtime import array
+from mlckit.script import from_source
 
 from . import Trial, WrongResult, judge
 
@@ -248,14 +251,11 @@ def generate(rng: random.Random) -> Case:
 
 # ---------------------------------------------------------------------------- one trial
 def _check(case: Case) -> None:
-    import mlckit
-    from mlckit.script import from_source
-
     sizes = case.sizes
     _, out_of_bounds = case.run(sizes, None, None)
     func = from_source(case.script())
     try:
-        lib = mlckit.build(func, target=case.target)
+        lib = build(func, target=case.target)
     except BuildError as err:
         # Symbolic sizes: rejecting is right only when no size where the loops run keeps the
         # program in bounds (whatever the sizes of this run).
@@ -271,7 +271,7 @@ def _check(case: Case) -> None:
     b = np.full([d.value(sizes) for d in case.b_shape], 7, dtype="float32")
     expected = b.copy()
     try:
-        lib["main"](mlckit.nd.array(a), out := mlckit.nd.array(b))
+        lib["main"](array(a), out := array(b))
     except MLCError as err:
         if not out_of_bounds:
             raise WrongResult(f"a program in bounds for {sizes} failed when run: {err}") from None

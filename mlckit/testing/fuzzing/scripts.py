@@ -25,9 +25,13 @@ import random
 import tokenize
 from collections.abc import Callable
 
+import numpy as np
+
+from mlckit import relax, tir
 from mlckit.errors import MLCError, StructuralMismatchError
 from mlckit.ir import assert_structural_equal
 from mlckit.script import from_source
+from mlckit.testing import examples
 
 from . import CANARY, Trial, WrongResult, canary_payload, judge
 
@@ -169,11 +173,6 @@ HAND_WRITTEN = (TIR_FEATURES, TIR_GPU, TIR_SUBREGION, RELAX_FEATURES, RELAX_SYMB
 @functools.cache
 def corpus() -> tuple[str, ...]:
     """The valid scripts the mutations start from (each parses and round-trips)."""
-    import numpy as np
-
-    from mlckit import relax, tir
-    from mlckit.testing import examples
-
     texts = [text.strip() + "\n" for text in HAND_WRITTEN]
     parsed = [from_source(text) for text in texts]
     modules = [
