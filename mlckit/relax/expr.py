@@ -6,7 +6,7 @@ the TVMScript parser); ``expr.struct_info`` reads it and says so when it is miss
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,10 +30,24 @@ from .struct_info import (
     TensorStructInfo,
     TupleStructInfo,
     _as_dim,
+    definable_tir_vars_in_struct_info,
+    erase_to_well_defined,
+    register_expr_classes,
 )
 from .utils import format_struct_info
 
 _NODE = dict(frozen=True, eq=False, repr=False)
+
+# The relax op constructors behind Expr's arithmetic operators. relax.op builds on these nodes,
+# so it installs them here when it loads (mlckit/relax/__init__.py loads it with every relax
+# module), as the IR's printer installs itself in mlckit.ir.node.
+_OPERATORS: dict[str, Callable[..., Call]] = {}
+
+
+def register_operators(**ops: Callable[..., Call]) -> None:
+    """Install the op constructors Expr's operators call: ``add``, ``subtract``,
+    ``multiply``, ``divide``, ``matmul`` and ``negative``."""
+    _OPERATORS.update(ops)
 
 
 @dataclass(**_NODE)
@@ -67,51 +81,33 @@ class Expr(Node):
             "(e.g. relax.Var(name, expr.struct_info))"
         )
 
-    # Operators build calls to relax ops, as in TVM.
+    # Operators build calls to relax ops, as in TVM (see register_operators).
     def __add__(self, other: Any) -> "Call":
-        from . import op
-
-        return op.add(self, other)
+        return _OPERATORS["add"](self, other)
 
     def __radd__(self, other: Any) -> "Call":
-        from . import op
-
-        return op.add(other, self)
+        return _OPERATORS["add"](other, self)
 
     def __sub__(self, other: Any) -> "Call":
-        from . import op
-
-        return op.subtract(self, other)
+        return _OPERATORS["subtract"](self, other)
 
     def __rsub__(self, other: Any) -> "Call":
-        from . import op
-
-        return op.subtract(other, self)
+        return _OPERATORS["subtract"](other, self)
 
     def __mul__(self, other: Any) -> "Call":
-        from . import op
-
-        return op.multiply(self, other)
+        return _OPERATORS["multiply"](self, other)
 
     def __rmul__(self, other: Any) -> "Call":
-        from . import op
-
-        return op.multiply(other, self)
+        return _OPERATORS["multiply"](other, self)
 
     def __truediv__(self, other: Any) -> "Call":
-        from . import op
-
-        return op.divide(self, other)
+        return _OPERATORS["divide"](self, other)
 
     def __matmul__(self, other: Any) -> "Call":
-        from . import op
-
-        return op.matmul(self, other)
+        return _OPERATORS["matmul"](self, other)
 
     def __neg__(self) -> "Call":
-        from . import op
-
-        return op.negative(self)
+        return _OPERATORS["negative"](self)
 
     def __getitem__(self, index: int) -> "TupleGetItem":
         return TupleGetItem(self, index)
@@ -244,6 +240,9 @@ class ShapeExpr(LeafExpr):
 
     def __iter__(self) -> Iterator[PrimExpr]:  # type: ignore[override]
         return iter(self.values)
+
+
+register_expr_classes(Expr, ShapeExpr)
 
 
 @dataclass(**_NODE)
@@ -512,11 +511,6 @@ class Function(BaseFunc, Expr):
 def _deduced_return(params: Sequence[Var], body: Expr) -> StructInfo:
     """The body's struct info, with the symbolic dims the parameters do not define erased (a
     dim a match_cast defines inside the body means nothing to a caller)."""
-    from .analysis.struct_info_analysis import (
-        definable_tir_vars_in_struct_info,
-        erase_to_well_defined,
-    )
-
     if body.struct_info_ is None:
         return ObjectStructInfo()
     defined = {id(v) for p in params for v in definable_tir_vars_in_struct_info(p.struct_info_)}

@@ -1,4 +1,5 @@
-"""Visitors over relax expressions, dispatching on the node's type (TVM's ExprFunctor).
+"""Visitors and mutators over relax expressions, dispatching on the node's type (TVM's
+ExprFunctor, which :mod:`mlckit.relax.dispatch` defines and this module exports).
 
 ``visit_expr(expr)`` calls the method named for the node's kind (``visit_call_``,
 ``visit_var_``, ...); bindings go through ``visit_binding`` (``visit_var_binding_`` /
@@ -17,8 +18,9 @@ from mlckit.ir.module import GlobalVar
 from mlckit.ir.op import Op
 from mlckit.ir.structural import structural_equal
 
+from .block_builder import BlockBuilder
+from .dispatch import ExprFunctor, expr_method
 from .expr import (
-    Binding,
     BindingBlock,
     Call,
     Constant,
@@ -39,70 +41,6 @@ from .expr import (
     Var,
     VarBinding,
 )
-
-# The method each node kind dispatches to; subclasses are found through the MRO, so a
-# DataflowVar goes to visit_dataflow_var_ and any other Var to visit_var_.
-_EXPR_METHODS: dict[type, str] = {
-    Constant: "visit_constant_",
-    Tuple: "visit_tuple_",
-    DataflowVar: "visit_dataflow_var_",
-    Var: "visit_var_",
-    ShapeExpr: "visit_shape_expr_",
-    ExternFunc: "visit_extern_func_",
-    GlobalVar: "visit_global_var_",
-    Function: "visit_function_",
-    Call: "visit_call_",
-    SeqExpr: "visit_seq_expr_",
-    If: "visit_if_",
-    Op: "visit_op_",
-    TupleGetItem: "visit_tuple_getitem_",
-    PrimValue: "visit_prim_value_",
-    StringImm: "visit_string_imm_",
-    DataTypeImm: "visit_data_type_imm_",
-}
-_BINDING_METHODS: dict[type, str] = {
-    VarBinding: "visit_var_binding_",
-    MatchCast: "visit_match_cast_",
-}
-_BLOCK_METHODS: dict[type, str] = {
-    DataflowBlock: "visit_dataflow_block_",
-    BindingBlock: "visit_binding_block_",
-}
-_VAR_DEF_METHODS: dict[type, str] = {
-    DataflowVar: "visit_dataflow_var_def_",
-    Var: "visit_var_def_",
-}
-_CACHE: dict[tuple[int, type], str] = {}
-
-
-def _method_name(table: dict[type, str], node: Any, what: str) -> str:
-    key = (id(table), type(node))
-    name = _CACHE.get(key)
-    if name is None:
-        for cls in type(node).__mro__:
-            if cls in table:
-                name = table[cls]
-                break
-        else:
-            raise MLCError(f"cannot visit a {type(node).__name__} as a relax {what}")
-        _CACHE[key] = name
-    return name
-
-
-class ExprFunctor:
-    """Dispatch only: ``visit_expr`` and friends route each node to its ``visit_<kind>_``."""
-
-    def visit_expr(self, expr: Any) -> Any:
-        return getattr(self, _method_name(_EXPR_METHODS, expr, "expression"))(expr)
-
-    def visit_binding(self, binding: Binding) -> Any:
-        return getattr(self, _method_name(_BINDING_METHODS, binding, "binding"))(binding)
-
-    def visit_binding_block(self, block: BindingBlock) -> Any:
-        return getattr(self, _method_name(_BLOCK_METHODS, block, "binding block"))(block)
-
-    def visit_var_def(self, var: Var) -> Any:
-        return getattr(self, _method_name(_VAR_DEF_METHODS, var, "variable"))(var)
 
 
 class ExprVisitor(ExprFunctor):
@@ -207,8 +145,6 @@ class ExprMutator(ExprFunctor):
     """
 
     def __init__(self, mod: Any = None):
-        from .block_builder import BlockBuilder
-
         self.builder_ = BlockBuilder(mod)
         self.var_remap_: dict[Var, Expr] = {}
 
@@ -216,7 +152,7 @@ class ExprMutator(ExprFunctor):
     def visit_expr_post_order(self, expr: Any) -> Any:
         """Rewrite the children of ``expr`` and rebuild it, without this class's override for
         ``expr``'s own kind (the idiom ``call = self.visit_expr_post_order(call)``)."""
-        return getattr(ExprMutator, _method_name(_EXPR_METHODS, expr, "expression"))(self, expr)
+        return getattr(ExprMutator, expr_method(expr))(self, expr)
 
     def lookup_binding(self, var: Var) -> Expr | None:
         """The value ``var`` is bound to in the program being built, or None."""

@@ -31,6 +31,7 @@ from .analysis.struct_info_analysis import (
     substitute_struct_info,
     tir_vars_in_struct_info,
 )
+from .dispatch import ExprFunctor
 from .expr import (
     Call,
     Expr,
@@ -45,7 +46,6 @@ from .expr import (
     convert_to_expr,
     tuple_field_struct_info,
 )
-from .expr_functor import ExprFunctor
 from .struct_info import (
     FuncStructInfo,
     ObjectStructInfo,

@@ -1,8 +1,9 @@
-"""StructInfo: what relax knows statically about a value (its kind, shape and dtype)."""
+"""StructInfo: what relax knows statically about a value (its kind, shape and dtype), and the
+symbolic variables (``n`` in ``R.Tensor((n, 4))``) it uses and defines."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -10,11 +11,30 @@ from mlckit.errors import IRError
 from mlckit.ir.dtype import check_dtype
 from mlckit.ir.node import Node
 from mlckit.tir.expr import Cast, IntImm, PrimExpr, convert
+from mlckit.tir.expr import Var as TirVar
 
 if TYPE_CHECKING:
     from .expr import Expr
 
 _NODE = dict(frozen=True, eq=False, repr=False)
+
+# A tensor's shape is a relax expression, usually a literal ShapeExpr, and every relax
+# expression carries struct info: relax.expr builds on this module, so it registers its Expr and
+# ShapeExpr classes here when it loads (TVM's C++ declares both in one header and defines them
+# apart; in Python one module has to come first).
+_EXPR_CLASSES: dict[str, type] = {}
+
+
+def register_expr_classes(expr: type, shape_expr: type) -> None:
+    """Install relax.expr's ``Expr`` and ``ShapeExpr``, which a tensor's shape is made of."""
+    _EXPR_CLASSES.update(Expr=expr, ShapeExpr=shape_expr)
+
+
+def literal_dims(shape: Expr | None) -> tuple[PrimExpr, ...] | None:
+    """The dims of a tensor's shape when it is a literal ShapeExpr, else None."""
+    if isinstance(shape, _EXPR_CLASSES["ShapeExpr"]):
+        return shape.values
+    return None
 
 
 @dataclass(**_NODE)
@@ -75,10 +95,8 @@ class TensorStructInfo(StructInfo):
     def __init__(
         self, shape: Any = None, dtype: str = "float32", ndim: int = -1, *, span: Any = None
     ):
-        from .expr import Expr, ShapeExpr
-
-        if shape is not None and not isinstance(shape, Expr):
-            shape = ShapeExpr(shape)
+        if shape is not None and not isinstance(shape, _EXPR_CLASSES["Expr"]):
+            shape = _EXPR_CLASSES["ShapeExpr"](shape)
         if shape is not None:
             shape_ndim = _shape_ndim(shape)
             if ndim not in (-1, shape_ndim) and shape_ndim != -1:
@@ -92,10 +110,9 @@ class TensorStructInfo(StructInfo):
     @property
     def shape_values(self) -> tuple[PrimExpr, ...] | None:
         """The dims as PrimExprs when the shape is a literal ShapeExpr, else None."""
-        from .expr import ShapeExpr
-
-        if isinstance(self.shape, ShapeExpr):
-            return self.shape.values
+        values = literal_dims(self.shape)
+        if values is not None:
+            return values
         if self.shape is not None:
             sinfo = self.shape.struct_info_
             if isinstance(sinfo, ShapeStructInfo):
@@ -164,11 +181,10 @@ def _as_dim(value: Any) -> PrimExpr:
     return convert(int(value), "int64")
 
 
-def _shape_ndim(shape: "Expr") -> int:
-    from .expr import ShapeExpr
-
-    if isinstance(shape, ShapeExpr):
-        return len(shape.values)
+def _shape_ndim(shape: Expr) -> int:
+    values = literal_dims(shape)
+    if values is not None:
+        return len(values)
     sinfo = shape.struct_info_
     if isinstance(sinfo, ShapeStructInfo):
         return sinfo.ndim
@@ -180,3 +196,97 @@ def _kinds(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return f"a {type(value).__name__} of [{', '.join(type(v).__name__ for v in value)}]"
     return f"a {type(value).__name__}"
+
+
+# ------------------------------------------------------------------------------ symbolic variables
+def _walk_prim_vars(value: Any) -> Iterator[TirVar]:
+    if isinstance(value, TirVar):
+        yield value
+    elif isinstance(value, PrimExpr):
+        for _, child in value.structural_fields():
+            yield from _walk_prim_vars(child)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _walk_prim_vars(item)
+
+
+def tir_vars_in_prim_expr(expr: PrimExpr) -> list[TirVar]:
+    """The distinct tir variables of ``expr``, in order of first appearance."""
+    return _unique(_walk_prim_vars(expr))
+
+
+def _sinfo_dims(sinfo: StructInfo | None) -> Iterator[tuple[PrimExpr, bool]]:
+    """Each PrimExpr of a struct info, with whether it stands alone (a bare dim or value)."""
+    if isinstance(sinfo, TensorStructInfo):
+        values = literal_dims(sinfo.shape)
+        for v in values or ():
+            yield v, True
+    elif isinstance(sinfo, ShapeStructInfo):
+        for v in sinfo.values or ():
+            yield v, True
+    elif isinstance(sinfo, PrimStructInfo):
+        if sinfo.value is not None:
+            yield sinfo.value, True
+    elif isinstance(sinfo, TupleStructInfo):
+        for field in sinfo.fields:
+            yield from _sinfo_dims(field)
+    elif isinstance(sinfo, FuncStructInfo):
+        for param in sinfo.params or ():
+            yield from _sinfo_dims(param)
+        yield from _sinfo_dims(sinfo.ret)
+
+
+def tir_vars_in_struct_info(sinfo: StructInfo | None) -> list[TirVar]:
+    """Every symbolic variable the struct info uses (``n`` in ``R.Tensor((n * 2, 4))``)."""
+    return _unique(v for dim, _ in _sinfo_dims(sinfo) for v in _walk_prim_vars(dim))
+
+
+def definable_tir_vars_in_struct_info(sinfo: StructInfo | None) -> list[TirVar]:
+    """The variables a parameter or match_cast with this struct info defines: those that
+    appear as a whole dimension (``n`` in ``(n, 4)``; not in ``(n * 2, 4)``, which cannot be
+    solved for ``n``)."""
+    return _unique(dim for dim, alone in _sinfo_dims(sinfo) if alone and isinstance(dim, TirVar))
+
+
+def _unique(items: Iterator[TirVar] | Any) -> list[TirVar]:
+    seen: set[int] = set()
+    out = []
+    for v in items:
+        if id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+    return out
+
+
+def erase_to_well_defined(sinfo: StructInfo, is_defined: Callable[[TirVar], bool]) -> StructInfo:
+    """``sinfo`` without the dims that use variables undefined where it is used.
+
+    A function result ``R.Tensor((k, 4))`` whose ``k`` comes from a match_cast in the body
+    means nothing to a caller: it becomes ``R.Tensor(dtype, ndim=2)``; rank and dtype stay.
+    """
+
+    def uses_undefined(dims: Any) -> bool:
+        return any(not is_defined(v) for d in dims or () for v in _walk_prim_vars(d))
+
+    if isinstance(sinfo, TensorStructInfo):
+        if uses_undefined(literal_dims(sinfo.shape)):
+            return TensorStructInfo(None, sinfo.dtype, sinfo.ndim)
+        return sinfo
+    if isinstance(sinfo, ShapeStructInfo):
+        return ShapeStructInfo(None, sinfo.ndim) if uses_undefined(sinfo.values) else sinfo
+    if isinstance(sinfo, PrimStructInfo):
+        if sinfo.value is not None and uses_undefined([sinfo.value]):
+            return PrimStructInfo(sinfo.dtype)
+        return sinfo
+    if isinstance(sinfo, TupleStructInfo):
+        fields = [erase_to_well_defined(f, is_defined) for f in sinfo.fields]
+        changed = any(a is not b for a, b in zip(fields, sinfo.fields))
+        return TupleStructInfo(fields) if changed else sinfo
+    if isinstance(sinfo, FuncStructInfo) and sinfo.params is not None:
+        # A signature may bind its own variables in its params; judge only the others.
+        own = {id(v) for p in sinfo.params for v in definable_tir_vars_in_struct_info(p)}
+        if tir_vars_in_struct_info(sinfo) and any(
+            id(v) not in own and not is_defined(v) for v in tir_vars_in_struct_info(sinfo)
+        ):
+            return FuncStructInfo.opaque_func(purity=sinfo.purity)
+    return sinfo

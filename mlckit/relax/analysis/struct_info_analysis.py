@@ -1,9 +1,11 @@
-"""Questions about struct info: which symbolic variables it uses, what two struct infos have
-in common (the join of an ``if``'s branches), and struct info with variables substituted."""
+"""Questions about struct info: which symbolic variables it uses (answered in
+:mod:`mlckit.relax.struct_info`, which relax.expr builds on, and exported here as TVM's
+``relax.analysis`` does), what two struct infos have in common (the join of an ``if``'s
+branches), and struct info with variables substituted."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from mlckit.arith import simplify
@@ -20,68 +22,12 @@ from ..struct_info import (
     StructInfo,
     TensorStructInfo,
     TupleStructInfo,
+    definable_tir_vars_in_struct_info,
+    erase_to_well_defined,
+    tir_vars_in_prim_expr,
+    tir_vars_in_struct_info,
 )
 from ..utils import dims_equal
-
-
-# ------------------------------------------------------------------------------ tir vars
-def _walk_prim_vars(value: Any) -> Iterator[texpr.Var]:
-    if isinstance(value, texpr.Var):
-        yield value
-    elif isinstance(value, texpr.PrimExpr):
-        for _, child in value.structural_fields():
-            yield from _walk_prim_vars(child)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _walk_prim_vars(item)
-
-
-def tir_vars_in_prim_expr(expr: texpr.PrimExpr) -> list[texpr.Var]:
-    """The distinct tir variables of ``expr``, in order of first appearance."""
-    return _unique(_walk_prim_vars(expr))
-
-
-def _sinfo_dims(sinfo: StructInfo | None) -> Iterator[tuple[texpr.PrimExpr, bool]]:
-    """Each PrimExpr of a struct info, with whether it stands alone (a bare dim or value)."""
-    if isinstance(sinfo, TensorStructInfo):
-        values = sinfo.shape_values if isinstance(sinfo.shape, ShapeExpr) else None
-        for v in values or ():
-            yield v, True
-    elif isinstance(sinfo, ShapeStructInfo):
-        for v in sinfo.values or ():
-            yield v, True
-    elif isinstance(sinfo, PrimStructInfo):
-        if sinfo.value is not None:
-            yield sinfo.value, True
-    elif isinstance(sinfo, TupleStructInfo):
-        for field in sinfo.fields:
-            yield from _sinfo_dims(field)
-    elif isinstance(sinfo, FuncStructInfo):
-        for param in sinfo.params or ():
-            yield from _sinfo_dims(param)
-        yield from _sinfo_dims(sinfo.ret)
-
-
-def tir_vars_in_struct_info(sinfo: StructInfo | None) -> list[texpr.Var]:
-    """Every symbolic variable the struct info uses (``n`` in ``R.Tensor((n * 2, 4))``)."""
-    return _unique(v for dim, _ in _sinfo_dims(sinfo) for v in _walk_prim_vars(dim))
-
-
-def definable_tir_vars_in_struct_info(sinfo: StructInfo | None) -> list[texpr.Var]:
-    """The variables a parameter or match_cast with this struct info defines: those that
-    appear as a whole dimension (``n`` in ``(n, 4)``; not in ``(n * 2, 4)``, which cannot be
-    solved for ``n``)."""
-    return _unique(dim for dim, alone in _sinfo_dims(sinfo) if alone and isinstance(dim, texpr.Var))
-
-
-def _unique(items: Iterator[texpr.Var] | Any) -> list[texpr.Var]:
-    seen: set[int] = set()
-    out = []
-    for v in items:
-        if id(v) not in seen:
-            seen.add(id(v))
-            out.append(v)
-    return out
 
 
 # ------------------------------------------------------------------------------ substitution
@@ -144,40 +90,6 @@ def substitute_struct_info(
             else [substitute_struct_info(p, vmap) for p in sinfo.params]
         )
         return FuncStructInfo(params, substitute_struct_info(sinfo.ret, vmap), sinfo.purity)
-    return sinfo
-
-
-def erase_to_well_defined(sinfo: StructInfo, is_defined: Callable[[texpr.Var], bool]) -> StructInfo:
-    """``sinfo`` without the dims that use variables undefined where it is used.
-
-    A function result ``R.Tensor((k, 4))`` whose ``k`` comes from a match_cast in the body
-    means nothing to a caller: it becomes ``R.Tensor(dtype, ndim=2)``; rank and dtype stay.
-    """
-
-    def uses_undefined(dims: Any) -> bool:
-        return any(not is_defined(v) for d in dims or () for v in _walk_prim_vars(d))
-
-    if isinstance(sinfo, TensorStructInfo):
-        if isinstance(sinfo.shape, ShapeExpr) and uses_undefined(sinfo.shape.values):
-            return TensorStructInfo(None, sinfo.dtype, sinfo.ndim)
-        return sinfo
-    if isinstance(sinfo, ShapeStructInfo):
-        return ShapeStructInfo(None, sinfo.ndim) if uses_undefined(sinfo.values) else sinfo
-    if isinstance(sinfo, PrimStructInfo):
-        if sinfo.value is not None and uses_undefined([sinfo.value]):
-            return PrimStructInfo(sinfo.dtype)
-        return sinfo
-    if isinstance(sinfo, TupleStructInfo):
-        fields = [erase_to_well_defined(f, is_defined) for f in sinfo.fields]
-        changed = any(a is not b for a, b in zip(fields, sinfo.fields))
-        return TupleStructInfo(fields) if changed else sinfo
-    if isinstance(sinfo, FuncStructInfo) and sinfo.params is not None:
-        # A signature may bind its own variables in its params; judge only the others.
-        own = {id(v) for p in sinfo.params for v in definable_tir_vars_in_struct_info(p)}
-        if tir_vars_in_struct_info(sinfo) and any(
-            id(v) not in own and not is_defined(v) for v in tir_vars_in_struct_info(sinfo)
-        ):
-            return FuncStructInfo.opaque_func(purity=sinfo.purity)
     return sinfo
 
 

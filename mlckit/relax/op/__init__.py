@@ -6,6 +6,7 @@ Each constructor returns an un-normalized :class:`relax.Call` of a registered
 (name, inference, attribute names) lives next to its constructor; see ``_registry``.
 """
 
+from ..expr import register_operators
 from . import memory, nn
 from .base import call_dps_packed, call_packed, call_pure_packed, call_tir
 from .binary import (
@@ -34,6 +35,10 @@ from .search import argmax, where
 from .statistical import max, mean, min, sum
 from .ternary import ewise_fma
 from .unary import abs, exp, log, negative, sigmoid, sqrt, tanh
+
+register_operators(
+    add=add, subtract=subtract, multiply=multiply, divide=divide, matmul=matmul, negative=negative
+)
 
 __all__ = [
     "abs",
