@@ -28,7 +28,7 @@ operator as a relax binding: the result is the same IRModule you would write in 
 """
 
 from . import op, spec
-from .core import Module, ModuleError, Parameter, ParameterError, SpecError, Tensor
+from .core import Module, ModuleError, Parameter, ParameterError, Tensor
 from .exporter import bind_params
 from .modules import (
     GELU,
@@ -42,6 +42,7 @@ from .modules import (
     Sequential,
     SiLU,
 )
+from .spec import SpecError
 
 __all__ = [
     "GELU",

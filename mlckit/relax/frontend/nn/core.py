@@ -9,24 +9,28 @@ one binding into the open dataflow block, so one call of ``forward`` traces the 
 
 from __future__ import annotations
 
+import inspect
 import textwrap
-from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from mlckit.errors import MLCError
 from mlckit.ir.dtype import check_dtype
+from mlckit.ir.module import IRModule
 from mlckit.relax.block_builder import BlockBuilder
-from mlckit.relax.expr import Expr, const
+from mlckit.relax.expr import Expr, Tuple, Var, const
 from mlckit.relax.struct_info import TensorStructInfo
 from mlckit.runtime.ndarray import NDArray
 from mlckit.tir.expr import IntImm, PrimExpr
+from mlckit.tir.expr import Var as SymVar
 
-if TYPE_CHECKING:
-    from mlckit.ir.module import IRModule
+from . import spec as _spec
+from .spec import SpecError
 
-    from .spec import Tensor as TensorSpec
+# What export_tvm traces: {method name: {argument name: nn.spec.Tensor}}.
+ModuleSpec = Mapping[str, Mapping[str, _spec.Tensor]]
 
 
 class ModuleError(MLCError):
@@ -38,15 +42,23 @@ class ParameterError(MLCError):
     """A Parameter got a value of the wrong shape or dtype, or has no value where one is needed."""
 
 
-class SpecError(MLCError):
-    """The ``spec`` given to ``export_tvm`` does not match the module's methods."""
-
-
 def _shape_text(shape: Sequence[Any]) -> str:
     return f"({', '.join(str(d) for d in shape)}{',' if len(shape) == 1 else ''})"
 
 
 # ------------------------------------------------------------------------------ Tensor
+# The nn.op functions behind Tensor's operators and methods. nn.op builds on Tensor, so it
+# installs them here when it loads (nn's __init__ loads it with every nn module), as relax.op
+# installs the operators of relax.Expr.
+_OPERATORS: dict[str, Callable[..., Tensor]] = {}
+
+
+def register_tensor_operators(**ops: Callable[..., Tensor]) -> None:
+    """Install the nn.op functions Tensor calls: ``add``, ``subtract``, ``multiply``,
+    ``divide``, ``matmul``, ``negative``, ``reshape``, ``permute_dims`` and ``astype``."""
+    _OPERATORS.update(ops)
+
+
 class Tensor:
     """A value inside the relax function being traced: a thin wrapper over a relax expression.
 
@@ -87,76 +99,50 @@ class Tensor:
         name = getattr(self._expr, "name_hint", type(self._expr).__name__)
         return f'Tensor({name}, {_shape_text(self.shape)}, "{self.dtype}")'
 
-    # The operators live in nn.op, which imports this module; import it on use to break the cycle.
+    # The operators are nn.op's (see register_tensor_operators).
     def __add__(self, other: Tensor | float) -> Tensor:
-        from . import op
-
-        return op.add(self, other)
+        return _OPERATORS["add"](self, other)
 
     def __radd__(self, other: float) -> Tensor:
-        from . import op
-
-        return op.add(other, self)
+        return _OPERATORS["add"](other, self)
 
     def __sub__(self, other: Tensor | float) -> Tensor:
-        from . import op
-
-        return op.subtract(self, other)
+        return _OPERATORS["subtract"](self, other)
 
     def __rsub__(self, other: float) -> Tensor:
-        from . import op
-
-        return op.subtract(other, self)
+        return _OPERATORS["subtract"](other, self)
 
     def __mul__(self, other: Tensor | float) -> Tensor:
-        from . import op
-
-        return op.multiply(self, other)
+        return _OPERATORS["multiply"](self, other)
 
     def __rmul__(self, other: float) -> Tensor:
-        from . import op
-
-        return op.multiply(other, self)
+        return _OPERATORS["multiply"](other, self)
 
     def __truediv__(self, other: Tensor | float) -> Tensor:
-        from . import op
-
-        return op.divide(self, other)
+        return _OPERATORS["divide"](self, other)
 
     def __rtruediv__(self, other: float) -> Tensor:
-        from . import op
-
-        return op.divide(other, self)
+        return _OPERATORS["divide"](other, self)
 
     def __matmul__(self, other: Tensor) -> Tensor:
-        from . import op
-
-        return op.matmul(self, other)
+        return _OPERATORS["matmul"](self, other)
 
     def __neg__(self) -> Tensor:
-        from . import op
-
-        return op.negative(self)
+        return _OPERATORS["negative"](self)
 
     def reshape(self, *shape: Any) -> Tensor:
         """``x.reshape(n, -1)`` or ``x.reshape((n, -1))``: the same elements in a new shape
         (one dim may be -1)."""
-        from . import op
-
         dims = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-        return op.reshape(self, dims)
+        return _OPERATORS["reshape"](self, dims)
 
     def permute_dims(self, axes: Sequence[int] | None = None) -> Tensor:
         """The transpose; ``axes=None`` reverses the dims."""
-        from . import op
-
-        return op.permute_dims(self, axes)
+        return _OPERATORS["permute_dims"](self, axes)
 
     def astype(self, dtype: str) -> Tensor:
         """The same values converted to ``dtype``."""
-        from . import op
-
-        return op.astype(self, dtype)
+        return _OPERATORS["astype"](self, dtype)
 
 
 def as_expr(value: Tensor | float, dtype: str | None, op_name: str) -> Expr:
@@ -320,9 +306,7 @@ class Module:
         for name, value in values.items():
             params[name]._data = params[name]._checked(value, f"parameter {name!r}")
 
-    def export_tvm(
-        self, spec: Mapping[str, Mapping[str, TensorSpec]]
-    ) -> tuple[IRModule, list[tuple[str, Parameter]]]:
+    def export_tvm(self, spec: ModuleSpec) -> tuple[IRModule, list[tuple[str, Parameter]]]:
         """Trace the methods named in ``spec`` into an IRModule of relax functions.
 
         ``spec`` maps a method name to its arguments: ``{"forward": {"x": nn.spec.Tensor((1,
@@ -330,9 +314,7 @@ class Module:
         every Parameter (named ``"fc1.weight"``, ...). Returns the module and the
         ``(name, Parameter)`` list in that order; bind the values with ``nn.bind_params``.
         """
-        from .exporter import export  # exporter builds on this module
-
-        return export(self, spec)
+        return _export(self, spec)
 
     def extra_repr(self) -> str:
         """The layer's settings, shown inside the parentheses of its repr."""
@@ -345,3 +327,86 @@ class Module:
             return head + ")"
         lines = [f"  ({attr}): {textwrap.indent(repr(m), '  ').lstrip()}" for attr, m in children]
         return "\n".join([head, *lines, ")"])
+
+
+# ------------------------------------------------------------------------------ export
+def _export(module: Module, spec: ModuleSpec) -> tuple[IRModule, list[tuple[str, Parameter]]]:
+    """:meth:`Module.export_tvm`. Each method in the spec becomes one function, built like
+    this::
+
+        @R.function
+        def forward(x: R.Tensor((n, 784)), fc1_weight: R.Tensor((128, 784)), ...):
+            R.func_attr({"num_input": 1})          # the first 1 parameter is the input
+            with R.dataflow():
+                permute_dims = R.permute_dims(fc1_weight)     # one binding per nn operator
+                ...
+                R.output(gv)
+            return gv
+    """
+    owner = type(module).__name__
+    if not isinstance(spec, Mapping) or not spec:
+        raise SpecError(
+            f"export_tvm on {owner}: spec must map method names to their inputs, e.g. "
+            '{"forward": {"x": nn.spec.Tensor((1, 784), "float32")}}; got ' + repr(spec)
+        )
+    params = list(module.named_parameters())
+    bb = BlockBuilder()
+    for method_name, inputs in spec.items():
+        _trace(bb, module, method_name, inputs, params)
+    return bb.get(), params
+
+
+def _trace(
+    bb: BlockBuilder,
+    module: Module,
+    method_name: str,
+    inputs: Mapping[str, _spec.Tensor],
+    params: list[tuple[str, Parameter]],
+) -> None:
+    where = f"{type(module).__name__}.{method_name}"
+    method = getattr(module, method_name, None)
+    if not callable(method):
+        raise SpecError(f"the spec names {where}, but {type(module).__name__} has no such method")
+    arg_names = list(inspect.signature(method).parameters)
+    if not isinstance(inputs, Mapping) or set(inputs) != set(arg_names):
+        given = list(inputs) if isinstance(inputs, Mapping) else inputs
+        raise SpecError(
+            f"the spec for {where} gives the inputs {given}, but {method_name} takes "
+            f"{arg_names}: give one nn.spec.Tensor per argument, by name"
+        )
+    symbols: dict[str, SymVar] = {}
+    input_vars: list[Var] = []
+    for name in arg_names:  # the method's order, whatever the spec's order
+        arg_spec = inputs[name]
+        if not isinstance(arg_spec, _spec.Tensor):
+            raise SpecError(
+                f"the spec for argument {name!r} of {where} must be an nn.spec.Tensor, "
+                f"got {arg_spec!r}"
+            )
+        input_vars.append(Var(name, arg_spec.as_struct_info(symbols)))
+    weight_vars = [Var(name, TensorStructInfo(p.shape, p.dtype)) for name, p in params]
+
+    with bb.function(method_name, [*input_vars, *weight_vars], {"num_input": len(input_vars)}):
+        with bb.dataflow():
+            for (_, param), var in zip(params, weight_vars):
+                param._expr = var
+            try:
+                result = _output_expr(method(*(Tensor(v) for v in input_vars)), where)
+            finally:
+                # A Parameter stands for a Var of this function only while it is traced.
+                for _, param in params:
+                    param._expr = None
+            gv = bb.emit_output(result)
+        bb.emit_func_output(gv)
+
+
+def _output_expr(result: Any, where: str) -> Expr:
+    """The relax value of what a traced method returned: a Tensor, or a tuple of them."""
+    if isinstance(result, Tensor):
+        return result._expr  # type: ignore[return-value]
+    if isinstance(result, (tuple, list)) and all(isinstance(r, Tensor) for r in result):
+        return Tuple([r._expr for r in result])  # type: ignore[misc]
+    raise ModuleError(
+        f"{where} returned {type(result).__name__}; it must return an nn.Tensor "
+        "(or a tuple of them)"
+    )

@@ -20,7 +20,7 @@ from mlckit.relax.expr import Expr
 from mlckit.relax.op.manipulate import shape_product
 from mlckit.tir.expr import PrimExpr
 
-from .core import Tensor, as_expr, emit
+from .core import Tensor, as_expr, emit, register_tensor_operators
 
 IntPair = int | Sequence[int]
 
@@ -242,3 +242,16 @@ __all__ = [
     "softmax",
     "subtract",
 ]
+
+
+register_tensor_operators(
+    add=add,
+    subtract=subtract,
+    multiply=multiply,
+    divide=divide,
+    matmul=matmul,
+    negative=negative,
+    reshape=reshape,
+    permute_dims=permute_dims,
+    astype=astype,
+)

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from mlckit.errors import MLCError
 from mlckit.ir.dtype import check_dtype
 from mlckit.relax.struct_info import TensorStructInfo
 from mlckit.tir.expr import Var
 
-from .core import SpecError
+
+class SpecError(MLCError):
+    """The ``spec`` given to ``export_tvm`` does not match the module's methods."""
 
 
 class Tensor:
