@@ -8,4 +8,10 @@ print IR back as such text (``node.script()``).
 from . import ir, printer, relax, tir, tirx
 from .parser import from_source, ir_module, parse
 
+# Importing a dialect's parser registers the dialect with the parser's core, which dispatches
+# on it without importing what is built on it (see parser/dialects.py).
+from .parser import ir as _ir_dialect
+from .parser import relax as _relax_dialect
+from .parser import tir as _tir_dialect
+
 __all__ = ["from_source", "ir", "ir_module", "parse", "printer", "relax", "tir", "tirx"]

@@ -21,12 +21,12 @@ import numpy as np
 
 from mlckit import tir as _tir
 from mlckit.errors import MLCError
-from mlckit.ir.dtype import check_dtype, is_float, is_int
+from mlckit.ir.dtype import check_dtype, is_int
 from mlckit.tir import op as _op
-from mlckit.tir.expr import Cast, Div, Mod, PrimExpr, Select, convert, make_const
+from mlckit.tir.expr import Cast, Div, Mod, PrimExpr, Select, convert
 
 from .parser.decorator import prim_func
-from .parser.markers import statement
+from .parser.markers import DType, StatementGroup, statement
 
 __all__ = [
     "Buffer",
@@ -93,36 +93,6 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------------ types
-class DType:
-    """A scalar type: ``T.int64(5)`` is a constant, ``n: T.int32`` a typed parameter and
-    ``n = T.int64()`` declares a symbolic variable (the parser handles that assignment)."""
-
-    def __init__(self, dtype: str):
-        self.dtype = check_dtype(dtype)
-        self.__name__ = dtype
-
-    def __call__(self, value: Any = None) -> PrimExpr:
-        if value is None:
-            raise MLCError(
-                f"T.{self.dtype}() declares a symbolic variable; write it as an "
-                f"assignment such as `n = T.{self.dtype}()`"
-            )
-        if self.dtype == "handle":
-            raise MLCError("T.handle is a parameter type, not a value")
-        if isinstance(value, PrimExpr):
-            return value if value.dtype == self.dtype else Cast(self.dtype, value)
-        if not isinstance(value, (int, float, np.integer, np.floating, np.bool_)):
-            raise MLCError(
-                f"T.{self.dtype}(value) takes a number or a TensorIR expression, got {value!r}"
-            )
-        if not is_float(self.dtype) and not float(value).is_integer():
-            raise MLCError(f"T.{self.dtype}({value!r}): an {self.dtype} constant is a whole number")
-        return make_const(value, self.dtype)
-
-    def __repr__(self) -> str:
-        return f"T.{self.dtype}"
-
-
 # The parameters of TVM's buffer declarations that mlckit's buffers do not have, with the
 # values that mean "none of it" (T.Buffer and T.alloc_buffer default differently in TVM).
 _ABSENT_LAYOUT: dict[str, tuple[Any, ...]] = {
@@ -369,7 +339,7 @@ def thread_binding(
     """A loop bound to a GPU thread axis (``blockIdx.x``, ``threadIdx.x``, ...)."""
 
 
-class _Axis:
+class _Axis(StatementGroup):
     """``T.axis``: declare block iteration variables and bind them to loop expressions."""
 
     __all__ = ("remap", "spatial", "reduce", "scan", "opaque", "S", "R")

@@ -16,7 +16,7 @@ from mlckit.tir.expr import PrimExpr, SizeVar, Var
 
 from .diagnostics import Source, is_located, located
 from .evaluator import Evaluator, describe_value, did_you_mean
-from .markers import ScriptStatement
+from .markers import DType, ScriptStatement
 from .namespaces import (
     TEXT_BUILTINS,
     ModuleFunctions,
@@ -281,8 +281,6 @@ class Parser:
         values = value.elts if isinstance(value, ast.Tuple) else [value]
         if len(targets) != len(values) or not all(_is_declaration(v) for v in values):
             return None
-        from mlckit.script.tir import DType
-
         makers = []
         for v in values:
             func = self.eval(v.func)  # type: ignore[attr-defined]

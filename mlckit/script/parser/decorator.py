@@ -19,11 +19,13 @@ from collections.abc import Callable
 from typing import Any
 
 from mlckit.errors import ParseError, WellFormedError
+from mlckit.ir.module import IRModule
 from mlckit.relax import Function
 from mlckit.relax.analysis import well_formed
 
 from .core import Environment, Parser, is_docstring
 from .diagnostics import Source
+from .dialects import Dialect, dialect_of, dialects
 from .namespaces import importable
 
 Definition = ast.ClassDef | ast.FunctionDef
@@ -168,9 +170,8 @@ def _definition_at(lines: list[str], start: int, name: str) -> Definition | None
 
 
 # ------------------------------------------------------------------------------ dispatch
-def definition_kind(parser: Parser, node: Definition) -> tuple[Any, dict[str, Any]]:
-    """Which of our decorators decorates ``node``, and its keyword options."""
-    ours = (ir_module, prim_func, function)
+def definition_kind(parser: Parser, node: Definition) -> tuple[Dialect, dict[str, Any]]:
+    """The dialect whose decorator decorates ``node``, and the decorator's keyword options."""
     first_error: ParseError | None = None
     for dec in node.decorator_list:
         target = dec.func if isinstance(dec, ast.Call) else dec
@@ -182,7 +183,8 @@ def definition_kind(parser: Parser, node: Definition) -> tuple[Any, dict[str, An
             # Maybe another library's decorator; report it only if none of ours is found.
             first_error = first_error or err
             continue
-        if not any(func is kind for kind in ours):
+        dialect = dialect_of(func)
+        if dialect is None:
             if not parser.env.trusted:
                 raise parser.error(
                     dec, "TVMScript text decorates with @I.ir_module, @T.prim_func or @R.function"
@@ -207,7 +209,7 @@ def definition_kind(parser: Parser, node: Definition) -> tuple[Any, dict[str, An
         if (func is ir_module) != isinstance(node, ast.ClassDef):
             what = "a class" if func is ir_module else "a function"
             raise parser.error(dec, f"@{ast.unparse(target)} decorates {what}")
-        return func, options
+        return dialect, options
     if first_error is not None:
         raise first_error
     raise parser.error(
@@ -225,20 +227,9 @@ def parse_definition(
     program after a lowering pass (impure kernel calls in a pure ``main``) must read back as it
     was printed.
     """
-    kind, options = definition_kind(Parser(source, env), node)
+    dialect, options = definition_kind(Parser(source, env), node)
     check = options.pop("check_well_formed", True) and check_well_formed
-    if kind is prim_func:
-        from .tir import parse_prim_func
-
-        return parse_prim_func(source, node, env, options)  # type: ignore[arg-type]
-    if kind is ir_module:
-        from .ir import parse_module
-
-        result = parse_module(source, node, env)  # type: ignore[arg-type]
-    else:
-        from .relax import parse_function
-
-        result = parse_function(source, node, env, options)  # type: ignore[arg-type]
+    result = dialect.parse(source, node, env, options)
     if check:
         _check_well_formed(result, source, node)
     return result
@@ -246,9 +237,8 @@ def parse_definition(
 
 def _check_well_formed(result: Any, source: Source, node: Definition) -> None:
     """Raise WellFormedError, naming the definition, when its relax code is malformed."""
-    if not isinstance(result, Function) and not any(
-        isinstance(f, Function) for f in result.functions.values()
-    ):
+    functions = result.functions.values() if isinstance(result, IRModule) else [result]
+    if not any(isinstance(f, Function) for f in functions):
         return  # only PrimFuncs: the TensorIR parser has checked them
     try:
         well_formed(result, raise_error=True)
@@ -270,16 +260,13 @@ def from_source(text: str, extra_vars: dict[str, Any] | None = None) -> Any:
     The text is data, not code: it may use only what TVMScript offers (see
     :mod:`.namespaces`). ``extra_vars`` are names the caller lends it (values it may use and
     call). Nothing in the text is executed as Python."""
-    from mlckit.script import ir as I
-    from mlckit.script import relax as R
-    from mlckit.script import tir as T
-
     if not isinstance(text, str):
         raise ParseError(f"TVMScript text is a string, not {type(text).__name__}")
     source = Source.from_text(text, "<string>")
     tree = _python_syntax(text, source)
     extra = dict(extra_vars or {})
-    names: dict[str, Any] = {"I": I, "T": T, "R": R, **extra}
+    names: dict[str, Any] = {dialect.prefix: dialect.namespace for dialect in dialects()}
+    names.update(extra)
     env = Environment(names, trusted=False, granted=extra.values())
     parser = Parser(source, env)
     definitions: list[Definition] = []

@@ -1,8 +1,16 @@
-"""Statement builders: names like ``T.block`` or ``R.output`` that only a parsed script uses.
+"""What the parser recognizes among the namespaces' values, by identity or by type.
 
-They are not functions that build something when called. The parser recognizes them by
-identity (after evaluating ``T.block`` like any attribute) and handles the statement itself;
-called from ordinary Python they raise an error saying how to use them.
+* Statement builders, names like ``T.block`` or ``R.output`` that only a parsed script uses.
+  They are not functions that build something when called. The parser recognizes them by
+  identity (after evaluating ``T.block`` like any attribute) and handles the statement itself;
+  called from ordinary Python they raise an error saying how to use them.
+* Groups of statement builders under one name (``T.axis``), namespaces like the modules.
+* Scalar types (``T.int64``): called with a value they build a constant, but a script also
+  writes them as a parameter's type (``n: T.int32``) and declares a symbolic variable with
+  ``n = T.int64()``, which the parser handles.
+
+They live here, below the parser and the namespaces alike, because both need them: the
+namespaces are made of them and the parser tells them apart.
 """
 
 from __future__ import annotations
@@ -11,7 +19,11 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from mlckit.errors import MLCError
+from mlckit.ir.dtype import check_dtype, is_float
+from mlckit.tir.expr import Cast, PrimExpr, make_const
 
 from .evaluator import plain_signature
 
@@ -50,3 +62,40 @@ def statement(prefix: str, usage: str) -> Callable[[Callable[..., Any]], ScriptS
         return ScriptStatement(f"{prefix}.{fn.__name__}", usage, fn)
 
     return wrap
+
+
+class StatementGroup:
+    """A namespace of statement builders (``T.axis``): a script reads its ``__all__``, as it
+    reads a module's."""
+
+    __all__: tuple[str, ...] = ()
+
+
+class DType:
+    """A scalar type: ``T.int64(5)`` is a constant, ``n: T.int32`` a typed parameter and
+    ``n = T.int64()`` declares a symbolic variable (the parser handles that assignment)."""
+
+    def __init__(self, dtype: str):
+        self.dtype = check_dtype(dtype)
+        self.__name__ = dtype
+
+    def __call__(self, value: Any = None) -> PrimExpr:
+        if value is None:
+            raise MLCError(
+                f"T.{self.dtype}() declares a symbolic variable; write it as an "
+                f"assignment such as `n = T.{self.dtype}()`"
+            )
+        if self.dtype == "handle":
+            raise MLCError("T.handle is a parameter type, not a value")
+        if isinstance(value, PrimExpr):
+            return value if value.dtype == self.dtype else Cast(self.dtype, value)
+        if not isinstance(value, (int, float, np.integer, np.floating, np.bool_)):
+            raise MLCError(
+                f"T.{self.dtype}(value) takes a number or a TensorIR expression, got {value!r}"
+            )
+        if not is_float(self.dtype) and not float(value).is_integer():
+            raise MLCError(f"T.{self.dtype}({value!r}): an {self.dtype} constant is a whole number")
+        return make_const(value, self.dtype)
+
+    def __repr__(self) -> str:
+        return f"T.{self.dtype}"

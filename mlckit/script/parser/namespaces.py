@@ -15,7 +15,7 @@ closed (a :class:`~.core.Environment` with ``trusted=False``):
 * attributes: only of namespaces;
 * calls: only of a namespace's public values (constructors such as ``T.max``, ``R.Tensor``),
   of ``extra_vars`` values, of :data:`TEXT_BUILTINS`, and of the module's functions;
-* imports: only of the namespaces themselves (:data:`IMPORTABLE`).
+* imports: only of the namespaces themselves (:func:`importable`).
 
 So no text can import a module, reach ``__globals__``/``__subclasses__``, or call ``open``.
 """
@@ -28,6 +28,9 @@ from typing import Any
 
 from mlckit.errors import MLCError
 from mlckit.ir.module import GlobalVar
+
+from .dialects import Dialect, dialect_of, dialects
+from .markers import StatementGroup
 
 
 def _float(value: Any = 0.0) -> float:
@@ -65,9 +68,7 @@ class ModuleFunctions:
 
 
 def _is_namespace(value: Any) -> bool:
-    from mlckit.script.tir import _Axis
-
-    return isinstance(value, (types.ModuleType, types.SimpleNamespace, _Axis))
+    return isinstance(value, (types.ModuleType, types.SimpleNamespace, StatementGroup))
 
 
 def _public_names(namespace: Any) -> frozenset[str]:
@@ -78,14 +79,14 @@ def _public_names(namespace: Any) -> frozenset[str]:
 
 
 @functools.cache
-def _script_namespaces() -> tuple[dict[int, frozenset[str]], frozenset[int], tuple[Any, ...]]:
-    """The namespaces reachable from T, R and I (by id, with their public names), the ids of
-    their public values, and the decorators among them."""
-    from mlckit.script import ir, relax, tir
-
+def _script_namespaces(
+    registered: tuple[Dialect, ...],
+) -> tuple[dict[int, frozenset[str]], frozenset[int]]:
+    """The namespaces reachable from the dialects' own (T, R, I), by id with their public
+    names, and the ids of their public values; cached for each set of registered dialects."""
     namespaces: dict[int, frozenset[str]] = {}
     members: set[int] = set()
-    pending: list[Any] = [tir, relax, ir]
+    pending: list[Any] = [dialect.namespace for dialect in registered]
     while pending:
         namespace = pending.pop()
         if id(namespace) in namespaces:
@@ -97,37 +98,27 @@ def _script_namespaces() -> tuple[dict[int, frozenset[str]], frozenset[int], tup
                 pending.append(value)
             else:
                 members.add(id(value))
-    return namespaces, frozenset(members), (tir.prim_func, relax.function, ir.ir_module)
+    return namespaces, frozenset(members)
 
 
 def namespace_names(owner: Any) -> frozenset[str] | None:
     """The names a script may read from ``owner``; None when ``owner`` is no namespace."""
     if isinstance(owner, ModuleFunctions):
         return frozenset(dir(owner))
-    return _script_namespaces()[0].get(id(owner))
+    return _script_namespaces(dialects())[0].get(id(owner))
 
 
 def is_script_value(value: Any) -> bool:
     """Whether ``value`` is a public value of T, R or I (a constructor, a type, a statement)."""
-    return id(value) in _script_namespaces()[1]
+    return id(value) in _script_namespaces(dialects())[1]
 
 
 def is_decorator(value: Any) -> bool:
     """``T.prim_func``, ``R.function`` and ``I.ir_module`` decorate definitions; a script never
     calls them."""
-    return any(value is decorator for decorator in _script_namespaces()[2])
+    return dialect_of(value) is not None
 
 
-@functools.cache
 def importable() -> dict[str, Any]:
     """The modules TVMScript text may import, by dotted name."""
-    from mlckit.script import ir, relax, tir
-
-    return {
-        "mlckit.script.ir": ir,
-        "mlckit.script.tir": tir,
-        "mlckit.script.tirx": tir,
-        "mlckit.script.relax": relax,
-        # Pre-0.1 relax scripts spelled R as the relax module (relax.dataflow, relax.add).
-        "mlckit.relax": relax,
-    }
+    return {name: dialect.namespace for dialect in dialects() for name in dialect.imports}

@@ -46,6 +46,7 @@ from mlckit.tir.expr import Var as TirVar
 
 from .core import MISSING, Environment, Parser, is_docstring, single_target
 from .diagnostics import Source
+from .dialects import Dialect, register_dialect
 from .evaluator import did_you_mean
 from .markers import ScriptStatement
 
@@ -86,6 +87,12 @@ def parse_function(
     base: dict[str, Any] | None = None,
 ) -> Function:
     return RelaxParser(source, env, base).parse(node, options)
+
+
+# Pre-0.1 relax scripts spelled R as the relax module (relax.dataflow, relax.add).
+register_dialect(
+    Dialect("R", R, R.function, parse_function, ("mlckit.script.relax", "mlckit.relax"))
+)
 
 
 class _Dataflow:

@@ -50,8 +50,9 @@ from mlckit.tir.stmt import (
 
 from .core import MISSING, Environment, Parser, is_docstring, single_target
 from .diagnostics import Source
+from .dialects import Dialect, register_dialect
 from .evaluator import binary
-from .markers import ScriptStatement
+from .markers import DType, ScriptStatement
 
 _LOOP_KINDS = {
     T.serial: ForKind.SERIAL,
@@ -115,6 +116,11 @@ def parse_prim_func(
     base: dict[str, Any] | None = None,
 ) -> PrimFunc:
     return TIRParser(source, env, base).parse(node, options)
+
+
+register_dialect(
+    Dialect("T", T, T.prim_func, parse_prim_func, ("mlckit.script.tir", "mlckit.script.tirx"))
+)
 
 
 def _seq(stmts: list[Stmt]) -> Stmt:
@@ -254,7 +260,7 @@ class TIRParser(Parser):
                 f'`{name}: T.Buffer((128,), "float32")` or `{name}: T.int32`',
             )
         annotation = self.eval(arg.annotation)
-        if isinstance(annotation, T.DType):
+        if isinstance(annotation, DType):
             var = Var(name, annotation.dtype)
             self.vars.add(name, var)
         elif isinstance(annotation, Buffer):
@@ -466,7 +472,7 @@ class TIRParser(Parser):
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> _Let:
         annotation = self.eval(node.annotation)
-        if not isinstance(annotation, T.DType):
+        if not isinstance(annotation, DType):
             raise self.error(
                 node.annotation,
                 "an annotated assignment in TensorIR declares a scalar, e.g. `x: T.int32 = ...`",
