@@ -328,11 +328,5 @@ def match_cast(value: Any, struct_info: Any) -> None:
 
 
 # ------------------------------------------------------------------------------ operators
-def __getattr__(name: builtins.str) -> Any:
-    if name in _op.__all__:
-        return getattr(_op, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[builtins.str]:
-    return sorted(set(globals()) | set(_op.__all__))
+# The relax operators that R does not define itself (see __all__), as attributes of R.
+globals().update({name: getattr(_op, name) for name in _op.__all__ if name not in globals()})
