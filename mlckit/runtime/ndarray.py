@@ -10,6 +10,8 @@ import numpy as np
 
 from mlckit.errors import MLCError
 
+from .gpu import device_array, to_device
+
 # Host tensors start on a cache line, which is also an AVX-512 vector (TVM's NDArrays are
 # aligned likewise). numpy aligns to 16 bytes only, and a vectorized kernel's speed then
 # depends on where the allocator happened to put its arrays: a tuned 512^3 matmul ran 23%
@@ -144,15 +146,11 @@ def array(data: Any, device: Device | None = None, dtype: Any = None) -> NDArray
         arr = arr.astype(np.float32)
     arr = aligned_copy(arr)
     if device is not None and device.is_gpu:
-        from .gpu import to_device
-
         return NDArray(to_device(arr), device)
     return NDArray(arr, device)
 
 
 def empty(shape: Any, dtype: str = "float32", device: Device | None = None) -> NDArray:
     if device is not None and device.is_gpu:
-        from .gpu import device_array
-
         return NDArray(device_array(tuple(shape), np.dtype(dtype)), device)
     return NDArray(aligned_empty(shape, dtype), device)
