@@ -7,6 +7,10 @@ no module may import a module of a later layer. Python runs ``mlckit/__init__.py
 submodule, and that imports every stage, so only reading the files can tell which module needs
 which.
 
+Imports inside functions are checked too: an import of an mlckit module that waits until a
+function runs hides a cycle from the table, so each one must be in ``LAZY_IMPORTS`` with the
+reason it cannot be at the top (an optional dependency behind it, code shown to students).
+
 The runtime checks that remain: ``import mlckit`` loads no optional dependency, and every stage
 can be the first module a program imports.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
@@ -68,6 +73,17 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 # whose import pulls an optional or heavy third-party package.
 DEFERRED = {"viz": "graphviz", "widgets": "ipywidgets", "meta_schedule": "scikit-learn"}
 OPTIONAL = ["graphviz", "ipywidgets", "matplotlib", "sklearn", "torch"]
+
+# The only imports of mlckit modules inside functions, by file or folder under mlckit/: why each
+# waits until its function runs.
+LAZY_IMPORTS = {
+    "ir/node.py": "the base node's Jupyter hook: mlckit.viz loads graphviz, which importing "
+    "the compiler must not",
+    "exercises/checks.py": "program_diff: mlckit.viz loads graphviz, and importing mlckit "
+    "loads the exercises",
+    "exercises/solutions/": "solution code: solution() shows a solution function's source, "
+    "its imports included",
+}
 
 
 def module_name(path: Path) -> str:
@@ -128,6 +144,71 @@ def imports_of(module: str) -> frozenset[str]:
             for alias in stmt.names:
                 found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules() else base)
     return frozenset(m for m in found if m == "mlckit" or m.startswith("mlckit."))
+
+
+def _imports_in_functions(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The imports of ``tree`` that run only when a function runs, ``if TYPE_CHECKING:``
+    blocks excluded."""
+    skipped = {
+        id(node)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+        for stmt in block.body
+        for node in ast.walk(stmt)
+    }
+    for func in ast.walk(tree):
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            for node in ast.walk(func):
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in skipped:
+                    skipped.add(id(node))  # a nested function's import is found once
+                    yield node
+
+
+def _imports_mlckit(node: ast.Import | ast.ImportFrom) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return node.level > 0 or (node.module or "").split(".")[0] == "mlckit"
+    return any(alias.name.split(".")[0] == "mlckit" for alias in node.names)
+
+
+@cache
+def lazy_imports() -> dict[str, list[str]]:
+    """``{path under mlckit/: [line: import statement, ...]}`` for every import of an mlckit
+    module inside a function."""
+    found: dict[str, list[str]] = {}
+    for path in modules().values():
+        tree = ast.parse(path.read_text(), str(path))
+        for node in sorted(_imports_in_functions(tree), key=lambda n: n.lineno):
+            if _imports_mlckit(node):
+                where = path.relative_to(ROOT).as_posix()
+                found.setdefault(where, []).append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def _listed_under(path: str, entry: str) -> bool:
+    return path == entry or (entry.endswith("/") and path.startswith(entry))
+
+
+def test_mlckit_modules_are_imported_inside_functions_only_where_listed():
+    unlisted = [
+        f"mlckit/{path}:{line}"
+        for path, lines in lazy_imports().items()
+        if not any(_listed_under(path, entry) for entry in LAZY_IMPORTS)
+        for line in lines
+    ]
+    assert not unlisted, (
+        "imports inside functions (move them to the top; a cycle is fixed by pointing the "
+        "dependency downward, or list the file in LAZY_IMPORTS with the reason):\n"
+        + "\n".join(unlisted)
+    )
+
+
+def test_every_listed_lazy_import_is_still_there():
+    stale = [
+        entry
+        for entry in LAZY_IMPORTS
+        if not any(_listed_under(path, entry) for path in lazy_imports())
+    ]
+    assert not stale, f"LAZY_IMPORTS lists files without such imports: {stale}"
 
 
 def test_every_module_imports_only_its_layer_and_the_ones_below():
