@@ -46,6 +46,9 @@ def load(path: Path) -> ModuleType:
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
+    # Registered under its name first: a benchmark that hands its own functions to worker
+    # processes (bench_tune) pickles them by module and name.
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
