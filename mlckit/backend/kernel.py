@@ -103,8 +103,8 @@ class _Codegen:
     imports: tuple[str, ...]
     # The decorator of each helper function (truncdiv, ...), when it is compiled.
     helper_decorator: str | None
-    # Whether numba compiles the code (else CPython runs it: the loops may use ``prange``
-    # only as numba's parallel loop, so it is ``range`` there).
+    # Whether a loop scheduled ``parallel`` becomes numba's ``prange`` (threads on the CPU);
+    # elsewhere it runs in order (CPython, or inside one GPU thread).
     parallel_loops: bool
     # Whether the module is executed in memory instead of imported from the kernel cache.
     in_memory: bool
