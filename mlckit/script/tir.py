@@ -26,7 +26,7 @@ from mlckit.tir import op as _op
 from mlckit.tir.expr import Cast, Div, Mod, PrimExpr, Select, convert
 
 from .parser.decorator import prim_func
-from .parser.markers import DType, StatementGroup, statement
+from .parser.markers import DType, StatementGroup, SymbolicVar, statement
 
 __all__ = [
     "Buffer",
@@ -38,6 +38,7 @@ __all__ = [
     "block",
     "block_attr",
     "bool",
+    "call_extern",
     "ceil",
     "cos",
     "erf",
@@ -86,6 +87,7 @@ __all__ = [
     "uint32",
     "uint64",
     "unroll",
+    "var",
     "vectorized",
     "where",
     "writes",
@@ -97,7 +99,6 @@ __all__ = [
 # values that mean "none of it" (T.Buffer and T.alloc_buffer default differently in TVM).
 _ABSENT_LAYOUT: dict[str, tuple[Any, ...]] = {
     "align": (0, -1),
-    "offset_factor": (0,),
     "buffer_type": ("", "default"),
     "axis_separators": (None, (), []),
 }
@@ -118,6 +119,7 @@ def buffer_fields(
     strides: Any,
     elem_offset: Any,
     scope: Any,
+    offset_factor: Any = 0,
     **layout: Any,
 ) -> dict[str, Any]:
     """The checked fields of the buffer that ``T.Buffer``, ``T.alloc_buffer`` or
@@ -137,6 +139,8 @@ def buffer_fields(
         raise MLCError(f"{what}: {len(strides)} strides for {len(dims)} dimensions")
     if elem_offset is not None and not is_index(elem_offset):
         raise MLCError(f"{what}: elem_offset is an integer, got {elem_offset!r}")
+    if not isinstance(offset_factor, (int, np.integer)) or offset_factor < 0:
+        raise MLCError(f"{what}: offset_factor is a non-negative integer, got {offset_factor!r}")
     if not isinstance(scope, str) or not scope:
         raise MLCError(f'{what}: the scope is a string such as "global" or "shared", got {scope!r}')
     if data is not None:
@@ -159,6 +163,7 @@ def buffer_fields(
         "strides": tuple(strides),
         "elem_offset": elem_offset,
         "scope": scope,
+        "offset_factor": int(offset_factor),
     }
 
 
@@ -223,6 +228,23 @@ def truncdiv(a: Any, b: Any) -> PrimExpr:
 def truncmod(a: Any, b: Any) -> PrimExpr:
     """The remainder of :func:`truncdiv` (sign of the dividend)."""
     return Mod(*_operands(a, b))
+
+
+def call_extern(*args: Any, dtype: str | None = None) -> PrimExpr:
+    """``T.call_extern("int32", "name", *args)``: call an external function (see
+    :func:`mlckit.tir.op.register_extern`). The older ``T.call_extern("name", *args,
+    dtype="int32")`` reads the same."""
+    if dtype is None:
+        if len(args) < 2 or not isinstance(args[0], str) or not isinstance(args[1], str):
+            raise MLCError(
+                "T.call_extern takes the result dtype, then the function name: "
+                'T.call_extern("int32", "name", *args) (or T.call_extern("name", *args, '
+                'dtype="int32"))'
+            )
+        dtype, *args = args  # type: ignore[assignment]
+    if not args:
+        raise MLCError("T.call_extern needs the name of the function to call")
+    return _op.call_extern(dtype, *args)
 
 
 def evaluate(value: Any) -> _tir.Evaluate:
@@ -377,6 +399,9 @@ class _Axis(StatementGroup):
 
 
 axis = _Axis()
+
+# ``sa = T.var("int32")``: TVM's older spelling of ``sa = T.int32()``, a symbolic variable.
+var = SymbolicVar()
 
 # Newer TVM spellings of the same statements.
 sblock = block

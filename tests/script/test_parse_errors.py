@@ -564,12 +564,43 @@ CASES = {
         3,
         "T.alloc_buffer: align=64 is not supported",
     ),
-    "match_buffer with an offset factor": (
+    "match_buffer with a buffer type": (
         "@T.prim_func\ndef f(a: T.handle):\n"
-        '    A = T.match_buffer(a, (4,), "float32", None, None, None, "global", -1, 1)\n',
+        '    A = T.match_buffer(a, (4,), "float32", None, None, None, "global", -1, 1, "auto")\n',
         ParseError,
         3,
-        "T.match_buffer: offset_factor=1 is not supported",
+        "T.match_buffer: buffer_type='auto' is not supported",
+    ),
+    "match_buffer with a negative offset factor": (
+        "@T.prim_func\ndef f(a: T.handle):\n"
+        '    A = T.match_buffer(a, (4,), "float32", offset_factor=-16)\n',
+        ParseError,
+        3,
+        "T.match_buffer: offset_factor is a non-negative integer, got -16",
+    ),
+    "T.var without a dtype": (
+        "@T.prim_func\ndef f(a: T.handle):\n    n = T.var()\n",
+        ParseError,
+        3,
+        'T.var takes the dtype alone: `n = T.var("int32")`',
+    ),
+    "T.var outside a declaration": (
+        TIR + '    T.evaluate(T.var("int32") + 1)\n',
+        ParseError,
+        3,
+        "declares a symbolic variable; write it as an assignment",
+    ),
+    "access_ptr with a bad mode": (
+        TIR + '    T.evaluate(T.call_extern("int32", "f", A.access_ptr("x")))\n',
+        ParseError,
+        3,
+        "A.access_ptr: the access mask is 'r', 'w' or 'rw' (or 1, 2, 3), got 'x'",
+    ),
+    "call_extern without a dtype": (
+        TIR + '    T.evaluate(T.call_extern("f", A.access_ptr("r")))\n',
+        ParseError,
+        3,
+        "T.call_extern takes the result dtype, then the function name",
     ),
     "region with float bounds": (
         TIR + '    with T.block("b"):\n        T.reads(A[0:1.5, 0])\n',

@@ -12,11 +12,12 @@ from typing import Any
 import numpy as np
 
 from mlckit.errors import MLCError, ParseError, StructInfoError
+from mlckit.ir.dtype import check_dtype
 from mlckit.tir.expr import PrimExpr, SizeVar, Var
 
 from .diagnostics import Source, is_located, located
 from .evaluator import Evaluator, describe_value, did_you_mean
-from .markers import DType, ScriptStatement
+from .markers import DType, ScriptStatement, SymbolicVar
 from .namespaces import (
     TEXT_BUILTINS,
     ModuleFunctions,
@@ -276,7 +277,8 @@ class Parser:
         self, target: ast.expr, value: ast.expr
     ) -> list[tuple[ast.Name, Any]] | None:
         """``n = T.int64()`` / ``M, N = T.int64(), T.int64()``: the names declared and their new
-        TensorIR variables (a SizeVar for ``T.int64(is_size_var=True)``)."""
+        TensorIR variables (a SizeVar for ``T.int64(is_size_var=True)``). TVM's older
+        ``n = T.var("int64")`` declares the same."""
         targets = target.elts if isinstance(target, ast.Tuple) else [target]
         values = value.elts if isinstance(value, ast.Tuple) else [value]
         if len(targets) != len(values) or not all(_is_declaration(v) for v in values):
@@ -284,10 +286,19 @@ class Parser:
         makers = []
         for v in values:
             func = self.eval(v.func)  # type: ignore[attr-defined]
-            if not isinstance(func, DType):
+            options = {k.arg: k.value.value for k in v.keywords}  # type: ignore[attr-defined]
+            make = SizeVar if options.pop("is_size_var", False) else Var
+            if isinstance(func, SymbolicVar):
+                args = [a.value for a in v.args]  # type: ignore[attr-defined]
+                dtype = args[0] if args else options.pop("dtype", None)
+                if dtype is None or options:
+                    raise self.error(v, 'T.var takes the dtype alone: `n = T.var("int32")`')
+                with self.guard(v):
+                    makers.append((make, check_dtype(dtype, "T.var")))
+            elif isinstance(func, DType) and not v.args and not options:  # type: ignore[attr-defined]
+                makers.append((make, func.dtype))
+            else:
                 return None
-            size_var = any(k.value.value for k in v.keywords)  # type: ignore[attr-defined]
-            makers.append((SizeVar if size_var else Var, func.dtype))
         declared = []
         for t, (make, dtype) in zip(targets, makers):
             if not isinstance(t, ast.Name):
@@ -347,14 +358,14 @@ def _unprintable(value: Any) -> Any:
 
 
 def _is_declaration(value: ast.expr) -> bool:
-    """Whether ``value`` has the form of ``T.int64()`` or ``T.int64(is_size_var=True)``."""
+    """Whether ``value`` has the form of ``T.int64()``, ``T.int64(is_size_var=True)`` or
+    ``T.var("int64")``: a call with at most one string and constant keywords."""
     return (
         isinstance(value, ast.Call)
-        and not value.args
+        and len(value.args) <= 1
+        and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in value.args)
         and all(
-            k.arg == "is_size_var"
-            and isinstance(k.value, ast.Constant)
-            and isinstance(k.value.value, bool)
+            k.arg in ("is_size_var", "dtype") and isinstance(k.value, ast.Constant)
             for k in value.keywords
         )
     )

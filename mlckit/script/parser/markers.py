@@ -71,6 +71,20 @@ class StatementGroup:
     __all__: tuple[str, ...] = ()
 
 
+class SymbolicVar:
+    """``T.var("int32")``: TVM's older way to declare a symbolic variable, ``n = T.int32()``
+    (the parser handles that assignment)."""
+
+    def __call__(self, dtype: str = "int32") -> PrimExpr:
+        raise MLCError(
+            f"T.var({dtype!r}) declares a symbolic variable; write it as an assignment such as "
+            f"`n = T.var({dtype!r})`"
+        )
+
+    def __repr__(self) -> str:
+        return "T.var"
+
+
 class DType:
     """A scalar type: ``T.int64(5)`` is a constant, ``n: T.int32`` a typed parameter and
     ``n = T.int64()`` declares a symbolic variable (the parser handles that assignment)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import MethodType
 from typing import Any
 
 import numpy as np
@@ -68,6 +69,8 @@ _AXIS_KINDS = {
     T.axis.opaque: IterVarType.Opaque,
 }
 _REMAP_KINDS = {"S": IterVarType.DataPar, "R": IterVarType.CommReduce}
+# The methods of a buffer a script may call.
+_BUFFER_METHODS = frozenset({"access_ptr"})
 
 
 @dataclass
@@ -166,7 +169,14 @@ def _region(value: Any) -> list[BufferRegion]:
 def _renamed(buffer: Buffer, name: str) -> Buffer:
     """A parameter's buffer declared by ``T.Buffer(...)``, under the parameter's name."""
     return Buffer(
-        None, buffer.dtype, buffer.shape, buffer.strides, buffer.elem_offset, name, buffer.scope
+        None,
+        buffer.dtype,
+        buffer.shape,
+        buffer.strides,
+        buffer.elem_offset,
+        name,
+        buffer.scope,
+        buffer.offset_factor,
     )
 
 
@@ -282,6 +292,23 @@ class TIRParser(Parser):
         self.function_vars.add(id(var))
 
     # ------------------------------------------------------------------ names
+    def attribute(self, owner: Any, node: ast.Attribute) -> Any:
+        # A buffer's methods that build expressions (A.access_ptr("r")) are part of the
+        # dialect, in TVMScript text too.
+        if isinstance(owner, Buffer) and node.attr in _BUFFER_METHODS:
+            return getattr(owner, node.attr)
+        return super().attribute(owner, node)
+
+    def call_value(self, node: ast.Call, func: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if (
+            isinstance(func, MethodType)
+            and isinstance(func.__self__, Buffer)
+            and func.__name__ in _BUFFER_METHODS
+        ):
+            self.check_declared(func.__self__)
+            return func(*args, **kwargs)
+        return super().call_value(node, func, args, kwargs)
+
     def lookup(self, name: str, node: ast.AST) -> Any:
         value = super().lookup(name, node)
         if isinstance(value, Var) and not self.binding_context:
@@ -529,6 +556,9 @@ class TIRParser(Parser):
         with self.guard(node):
             fields = T.buffer_fields(marker.name, **bound)
             buffer = Buffer(name=name, **fields)
+        if fields["elem_offset"] is None and buffer.elem_offset is not None:
+            # The variable an offset_factor implies is defined by the buffer itself.
+            self.function_vars.add(id(buffer.elem_offset))
         if not self.blocks:
             # The function's own buffers exist before its body runs: their shapes can use
             # parameters and symbolic variables, not a loop's or a let's variable.

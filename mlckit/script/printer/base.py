@@ -39,6 +39,8 @@ class Frame:
     uses_cls: bool = False
     # Enclosing loops by id of their loop variable, for T.axis.remap.
     loops: dict[int, Any] = field(default_factory=dict)
+    # The buffers named so far by id of their data variable, for A.access_ptr(...).
+    buffers_by_data: dict[int, Any] = field(default_factory=dict)
 
 
 class PrinterBase:

@@ -12,8 +12,10 @@ from mlckit.ir.structural import structural_equal
 from mlckit.tir import expr as tx
 from mlckit.tir import stmt as ts
 from mlckit.tir.analysis import get_block_read_write_region
-from mlckit.tir.buffer import Buffer, BufferRegion, MatchBufferRegion
+from mlckit.tir.buffer import ACCESS_MASKS, ACCESS_PTR, Buffer, BufferRegion, MatchBufferRegion
 from mlckit.tir.function import PrimFunc
+from mlckit.tir.op import CALL_EXTERN
+from mlckit.tir.stmt_functor import post_order_visit
 
 from .base import Frame, PrinterBase
 from .doc import (
@@ -104,6 +106,28 @@ def _buffer_vars(buf: Buffer) -> Iterator[tx.Var]:
     return _tir_vars([buf.shape, buf.strides, buf.elem_offset])
 
 
+def _implied_elem_offset(buf: Buffer) -> bool:
+    """Whether ``buf``'s elem_offset is the variable its offset_factor implies when no offset
+    is given (which the declaration then leaves out)."""
+    offset = buf.elem_offset
+    return (
+        buf.offset_factor != 0
+        and isinstance(offset, tx.Var)
+        and offset.name_hint == f"{buf.name}_elem_offset"
+    )
+
+
+def _contains_block(stmt: ts.Stmt) -> bool:
+    found = False
+
+    def visit(node: Any) -> None:
+        nonlocal found
+        found = found or isinstance(node, ts.BlockRealize)
+
+    post_order_visit(stmt, visit)
+    return found
+
+
 def range_end(begin: tx.PrimExpr, extent: tx.PrimExpr) -> tx.PrimExpr:
     """``begin + extent``, folded where that is easy, for printing ``range(begin, end)``."""
     if _is_const(begin, 0):
@@ -149,14 +173,37 @@ class TIRPrinter(PrinterBase):
             )
             return f"T.Select({args})", PREC_ATOM
         if isinstance(e, tx.Call):
-            name = e.op.name.removeprefix("tir.")
-            args = ", ".join(self.prim(x, bare_int)[0] for x in e.args)
-            return f"T.{name}({args})", PREC_ATOM
+            return self._tir_call(e, bare_int), PREC_ATOM
         if isinstance(e, tx.Let):
             var = self.define(e.var, e.var.name_hint)
             body = self.prim(e.body, bare_int)[0]
             return f"T.Let({body}, where={{{var}: {self.prim(e.value, bare_int)[0]}}})", PREC_ATOM
         return self.generic(e), PREC_ATOM
+
+    def _tir_call(self, e: tx.Call, bare_int: str) -> str:
+        if e.op is ACCESS_PTR:
+            text = self._access_ptr(e)
+            if text is not None:
+                return text
+        args = [self.prim(x, bare_int)[0] for x in e.args]
+        if e.op is CALL_EXTERN:
+            args.insert(0, quote(e.dtype))
+        return f"T.{e.op.name.removeprefix('tir.')}({', '.join(args)})"
+
+    def _access_ptr(self, e: tx.Call) -> str | None:
+        """``A.access_ptr("w", offset=...)``, the form the call was built with; None when its
+        data is no buffer's of this function."""
+        data, offset, extent, mask = e.args
+        buf = self.frame.buffers_by_data.get(id(data))
+        if buf is None or not isinstance(mask, tx.IntImm):
+            return None
+        modes = {value: key for key, value in ACCESS_MASKS.items()}
+        parts = [quote(modes[mask.value])]
+        if not _is_const(offset, 0):
+            parts.append(f"offset={self.expr(offset)}")
+        if not structural_equal(extent, buf.default_extent(offset)):
+            parts.append(f"extent={self.expr(extent)}")
+        return f"{self.buffer_name(buf)}.access_ptr({', '.join(parts)})"
 
     def _infix(self, e: tx.BinaryOpExpr, symbol: str, prec: int, bare_int: str) -> tuple[str, int]:
         # Left-associative operators accept an equal-precedence left operand; Python chains
@@ -188,6 +235,7 @@ class TIRPrinter(PrinterBase):
 
     # ------------------------------------------------------------------ buffers
     def buffer_name(self, buf: Buffer) -> str:
+        self.frame.buffers_by_data.setdefault(id(buf.data), buf)
         return self.define(buf, buf.name)
 
     def _subscript(self, buf: Buffer, indices: tuple[tx.PrimExpr, ...]) -> str:
@@ -199,10 +247,12 @@ class TIRPrinter(PrinterBase):
         parts = [self.tuple_text([self.expr(d) for d in buf.shape]), quote(buf.dtype)]
         if buf.strides:
             parts.append(f"strides={self.tuple_text([self.expr(s) for s in buf.strides])}")
-        if buf.elem_offset is not None:
+        if buf.elem_offset is not None and not _implied_elem_offset(buf):
             parts.append(f"elem_offset={self.expr(buf.elem_offset)}")
         if buf.scope != "global":
             parts.append(f"scope={quote(buf.scope)}")
+        if buf.offset_factor:
+            parts.append(f"offset_factor={buf.offset_factor}")
         return ", ".join(parts)
 
     def region(self, region: BufferRegion) -> str:
@@ -426,7 +476,9 @@ class TIRPrinter(PrinterBase):
             and _is_const(body.predicate, 1)
         )
         no_regions = not block.reads and not block.writes
-        if plain and (no_regions or self.regions_match_inferred(block)):
+        # The parser adds a root block only around blocks or root allocations.
+        needed = bool(block.alloc_buffers) or _contains_block(block.body)
+        if plain and needed and (no_regions or self.regions_match_inferred(block)):
             return block
         return None
 
