@@ -83,5 +83,6 @@ from .stmt import (
 # isort: split
 from . import analysis, schedule, transform
 from .schedule import BlockRV, LoopRV, Schedule
+from .tensor_intrin import TensorIntrin
 
 __all__ = [name for name in dir() if not name.startswith("_")]

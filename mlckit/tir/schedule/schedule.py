@@ -13,6 +13,10 @@ against the method's annotations (a BlockRV where a block is expected, an intege
 ``int`` is, a list of them where a ``Sequence`` is: :func:`check_arguments`), the call is
 recorded in ``sch.trace`` and, if it raises, the schedule is left exactly as it was and the
 error is a :class:`ScheduleError` naming the primitive.
+
+Wherever a block is expected its name does too (``sch.get_loops("matmul")``): the check turns
+the name into the handle of ``sch.get_block(name)``, a step of its own, so the trace reads and
+replays as TVM's does (``b0 = sch.get_block(name="matmul")``, then ``sch.get_loops(block=b0)``).
 """
 
 from __future__ import annotations
@@ -51,8 +55,11 @@ def primitive(method: Method) -> Method:
 
     @functools.wraps(method)
     def recorded(self: Schedule, *args: Any, **kwargs: Any) -> Any:
-        bound = check_arguments(kind, method, args, kwargs)
+        bound = check_arguments(kind, method, args, kwargs, self.get_block)
         if kind not in SAMPLING_KINDS:
+            # Positional arguments fill the first parameters, so they lead bound.args.
+            args = tuple(bound.args[1 : len(args) + 1])
+            kwargs = {name: bound.arguments[name] for name in kwargs}
             return self._record(kind, method, args, kwargs)
         bound.apply_defaults()
         given = bound.arguments.pop("decision")
@@ -316,17 +323,38 @@ class Schedule(ScheduleState):
         """
         return primitives.rfactor.rfactor(self, loop, factor_axis)
 
-    # ================================================================== blockize
+    # ================================================================== blockize and tensorize
     @primitive
-    def blockize(self, target_loop: LoopRV) -> BlockRV:
+    def blockize(self, target_loop: LoopRV, preserve_unit_iters: bool = True) -> BlockRV:
         """Make the subtree of ``target_loop`` a new block ``<block>_o``; returns it.
 
         Each binding splits into a part over the loops above ``target_loop`` and a part over
         it and the loops under it: after ``split(j, [None, 4])``, blockize at ``j_1`` makes the
         outer block iterate over tiles (``vj_o = j_0``) around the original block, now bound to
-        ``vj_i = j_1`` and indexing with ``vj = vj_o * 4 + vj_i``.
+        ``vj_i = j_1`` and indexing with ``vj = vj_o * 4 + vj_i``. Bindings are simplified
+        whatever ``preserve_unit_iters`` says (as in ``fuse``); it is accepted so that TVM
+        schedules run unchanged.
         """
         return primitives.blockize.blockize(self, target_loop)
+
+    @primitive
+    def tensorize(
+        self,
+        block_or_loop: BlockRV | LoopRV,
+        tensor_intrin: str,
+        preserve_unit_iters: bool = True,
+    ) -> None:
+        """Replace what the block computes with the intrinsic registered as ``tensor_intrin``
+        (``tir.TensorIntrin.register``); a loop is blockized first.
+
+        The block's body must be the intrinsic's description up to renaming: its loops and iter
+        vars stand for the description's, each description buffer for a region of one of the
+        block's buffers (of that shape and storage scope). The body becomes the intrinsic's
+        implementation, whose buffers view those regions (``T.match_buffer`` in the block).
+        A difference is an error showing the first differing node of both sides.
+        ``preserve_unit_iters`` is accepted so that TVM schedules run unchanged.
+        """
+        primitives.tensorize.tensorize(self, block_or_loop, tensor_intrin)
 
     # ================================================================== layout
     @primitive
@@ -442,7 +470,7 @@ class Schedule(ScheduleState):
 # surfacing later as an AttributeError deep inside. Each primitive's annotations say what it
 # takes; these are the kinds they use (anything else is matched with isinstance).
 _KIND_NAMES: dict[Any, str] = {
-    BlockRV: "a block handle (BlockRV, from sch.get_block)",
+    BlockRV: "a block handle (BlockRV, from sch.get_block) or a block's name",
     LoopRV: "a loop handle (LoopRV, from sch.get_loops or sch.split)",
     int: "an integer",
     float: "a number",
@@ -454,11 +482,15 @@ _KIND_NAMES: dict[Any, str] = {
 
 
 def check_arguments(
-    kind: str, method: Callable[..., Any], args: tuple, kwargs: dict
+    kind: str,
+    method: Callable[..., Any],
+    args: tuple,
+    kwargs: dict,
+    get_block: Callable[[str], BlockRV] | None = None,
 ) -> inspect.BoundArguments:
     """Bind ``args``/``kwargs`` to the schedule method ``method(self, ...)`` and check each
     against its annotation; raise ScheduleError naming the primitive, the argument and what it
-    expected."""
+    expected. A name given where a block is expected becomes ``get_block(name)``."""
     signature, hints = _annotations(method)
     try:
         bound = signature.bind(None, *args, **kwargs)
@@ -467,6 +499,8 @@ def check_arguments(
         raise ScheduleError(f"{kind}: {err} (it takes: {params})") from None
     for name, value in list(bound.arguments.items())[1:]:
         hint = hints.get(name, Any)
+        if get_block is not None and isinstance(value, str) and _names_a_block(hint):
+            value = bound.arguments[name] = get_block(value)
         variadic = signature.parameters[name].kind is inspect.Parameter.VAR_POSITIONAL
         for i, item in enumerate(value if variadic else (value,)):
             if not _matches(item, hint):
@@ -481,6 +515,13 @@ def check_arguments(
 @functools.cache
 def _annotations(method: Callable[..., Any]) -> tuple[inspect.Signature, dict[str, Any]]:
     return inspect.signature(method), typing.get_type_hints(method)
+
+
+def _names_a_block(hint: Any) -> bool:
+    """Whether a string given for ``hint`` is a block's name (the hint takes a block, and no
+    string of its own, as ``compute_at``'s loop takes ``"root"``)."""
+    alternatives = _alternatives(hint)
+    return BlockRV in alternatives and str not in alternatives
 
 
 def _alternatives(hint: Any) -> tuple[Any, ...]:

@@ -19,4 +19,5 @@ from . import (
     reduction,
     rfactor,
     sampling,
+    tensorize,
 )

@@ -6,6 +6,7 @@ reverse_compute_at, compute_inline, decompose_reduction)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -22,12 +23,16 @@ from ...stmt_functor import StmtExprMutator, substitute
 from ..state import ScheduleState, _children, _path_to, _walk_until_block
 
 STORAGE_SCOPES = ("global", "shared", "shared.dyn", "local", "warp")
+# ``global.<tag>``: global memory under a tag (``global.A_reg``), which the code generator
+# treats as global and tensorize matches against an intrinsic's buffers of that scope.
+_TAGGED_GLOBAL = re.compile(r"global\.[A-Za-z_][A-Za-z0-9_]*")
 
 
 def check_storage_scope(kind: str, scope: str) -> None:
-    if scope not in STORAGE_SCOPES:
+    if scope not in STORAGE_SCOPES and not _TAGGED_GLOBAL.fullmatch(scope):
         raise ScheduleError(
-            f"{kind}: unknown storage scope {scope!r}; use one of {', '.join(STORAGE_SCOPES)}"
+            f"{kind}: unknown storage scope {scope!r}; use one of {', '.join(STORAGE_SCOPES)}, "
+            "or global.<tag> (a tag of letters, digits and _, as in global.A_reg)"
         )
 
 
@@ -58,7 +63,11 @@ def child_blocks(stmt: Any) -> Iterator[S.BlockRealize]:
 
 def unique_block_name(sch: ScheduleState, base: str) -> str:
     """``base``, or ``base_1``, ``base_2``, ... when a block of that name exists already."""
-    taken = {realize.block.name_hint for realize in sch.walk_blocks(sch.func.body)}
+    return unique_name(base, {r.block.name_hint for r in sch.walk_blocks(sch.func.body)})
+
+
+def unique_name(base: str, taken: Container[str]) -> str:
+    """``base``, or ``base_1``, ``base_2``, ... whichever is first not in ``taken``."""
     name, n = base, 0
     while name in taken:
         n += 1
