@@ -1,10 +1,14 @@
-"""The errors mlckit raises for bad input.
+"""The errors mlckit raises for bad input, and its warning for old spellings.
 
 Every user-facing failure is an :class:`MLCError`; each subclass names the stage that found
-the problem, and its message says where (file:line:col, or the node) and why.
+the problem, and its message says where (file:line:col, or the node) and why. A spelling of an
+older API that mlckit still accepts (the MLC course's early Relax, say) works and announces
+its modern replacement once per process with a FutureWarning (:func:`warn_old_spelling`).
 """
 
 from __future__ import annotations
+
+import warnings
 
 
 class MLCError(Exception):
@@ -64,6 +68,21 @@ class IRError(MLCError):
     """An IR node was constructed with invalid fields (wrong dtype, wrong type of child, ...)."""
 
 
+# The old spellings warned about so far: each is announced once per process, however often it
+# runs (a course loop that builds a variable per layer should not print a warning per layer).
+_warned_spellings: set[str] = set()
+
+
+def warn_old_spelling(old: str, new: str, *, stacklevel: int = 3) -> None:
+    """Announce, with a FutureWarning the first time only, that ``old`` (an older API's
+    spelling that mlckit still accepts) is written ``new`` today. ``stacklevel`` points the
+    warning at the user's line: 3 when called from the function that implements ``old``."""
+    if old in _warned_spellings:
+        return
+    _warned_spellings.add(old)
+    warnings.warn(f"{old} is an older spelling; write {new}", FutureWarning, stacklevel=stacklevel)
+
+
 __all__ = [
     "BuildError",
     "IRError",
@@ -74,4 +93,5 @@ __all__ = [
     "StructuralMismatchError",
     "VMError",
     "WellFormedError",
+    "warn_old_spelling",
 ]

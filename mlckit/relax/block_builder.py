@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from mlckit import te
-from mlckit.errors import MLCError, StructInfoError
+from mlckit.errors import MLCError, StructInfoError, warn_old_spelling
 from mlckit.ir.module import BaseFunc, GlobalVar, IRModule
 from mlckit.ir.name_supply import sanitize
 from mlckit.ir.node import set_cached
@@ -250,13 +250,14 @@ class BlockBuilder:
         if isinstance(output, (list, tuple)):
             output = Tuple(list(output))
         output = self.normalize(output)
-        for item in output.fields if isinstance(output, Tuple) else (output,):
-            if isinstance(item, DataflowVar):
-                raise MLCError(
-                    f"the output {item.name_hint!r} of function {frame.name!r} is a dataflow "
-                    "variable, which is not visible outside its dataflow block; bind it with "
-                    "bb.emit_output(...) inside the block and return that"
-                )
+        if isinstance(output, Tuple):
+            fields = []
+            for item in output.fields:
+                fields.append(self._visible_output(frame, item))
+            if fields != list(output.fields):
+                output = self.normalize(Tuple(fields))
+        else:
+            output = self._visible_output(frame, output)
         self._close_block_into_function()
         attrs = dict(frame.attrs)
         if not frame.private:
@@ -272,6 +273,28 @@ class BlockBuilder:
         frame.gvar = GlobalVar(frame.name)
         self._mod.update_func(frame.gvar, func)
         return frame.gvar
+
+    def _visible_output(self, frame: _FunctionFrame, item: Expr) -> Expr:
+        """``item`` as a function output: a dataflow variable is not visible after its block,
+        unless ``bb.emit_output`` carried it out (``gv = lv``), which early Relax's builder
+        accepted for ``lv``; then it is ``gv``."""
+        if not isinstance(item, DataflowVar):
+            return item
+        for block in frame.blocks:
+            for binding in block.bindings:
+                if binding.value is item and not isinstance(binding.var, DataflowVar):
+                    # Four frames up: past this method and emit_func_output, to the user's call.
+                    warn_old_spelling(
+                        "bb.emit_func_output(lv) for a dataflow variable lv",
+                        "bb.emit_func_output(gv), with gv = bb.emit_output(lv)",
+                        stacklevel=4,
+                    )
+                    return binding.var
+        raise MLCError(
+            f"the output {item.name_hint!r} of function {frame.name!r} is a dataflow "
+            "variable, which is not visible outside its dataflow block; bind it with "
+            "bb.emit_output(...) inside the block and return that"
+        )
 
     def call_te(
         self,

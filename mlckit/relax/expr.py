@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from mlckit.errors import IRError, MLCError, StructInfoError
+from mlckit.errors import IRError, MLCError, StructInfoError, warn_old_spelling
 from mlckit.ir.dtype import check_dtype
 from mlckit.ir.module import BaseFunc, GlobalVar
 from mlckit.ir.node import Node, check_str
@@ -34,6 +34,7 @@ from .struct_info import (
     erase_to_well_defined,
     register_expr_classes,
 )
+from .ty import DynTensorType, annotations_struct_info
 from .utils import format_struct_info
 
 _NODE = dict(frozen=True, eq=False, repr=False)
@@ -65,21 +66,24 @@ class Expr(Node):
             )
         return self.struct_info_
 
-    # Spellings of the pre-struct-info relax API (as in older course notes): say what replaced
-    # them instead of a bare AttributeError.
+    # Early Relax's spellings (the MLC course's), read from the struct info (see relax.ty).
     @property
-    def shape_(self) -> Any:
-        raise MLCError(
-            "expr.shape_ is the old relax API; the shape now lives in the struct info: "
-            "expr.struct_info.shape (build a variable with relax.Var(name, expr.struct_info))"
-        )
+    def shape_(self) -> Expr | None:
+        """Early Relax's name for the shape of a tensor-valued expression (None: unknown)."""
+        warn_old_spelling("expr.shape_", "expr.struct_info.shape")
+        sinfo = self.struct_info
+        if not isinstance(sinfo, TensorStructInfo):
+            raise IRError(
+                f"{_describe(self)} is not a tensor: expr.shape_ is the shape of a tensor; "
+                "read expr.struct_info instead"
+            )
+        return sinfo.shape
 
     @property
-    def _checked_type_(self) -> Any:
-        raise MLCError(
-            "expr._checked_type_ is the old relax API; use expr.struct_info "
-            "(e.g. relax.Var(name, expr.struct_info))"
-        )
+    def _checked_type_(self) -> DynTensorType:
+        """Early Relax's type of a tensor-valued expression: its rank and dtype."""
+        warn_old_spelling("expr._checked_type_", "expr.struct_info")
+        return DynTensorType.of(self.struct_info, _describe(self))
 
     # Operators build calls to relax ops, as in TVM (see register_operators).
     def __add__(self, other: Any) -> "Call":
@@ -138,12 +142,22 @@ class Var(LeafExpr):
     name_hint: str = field(default="v", compare=False)
     _binds_like_var = True
 
-    def __init__(self, name_hint: str, struct_info: StructInfo | None = None, *, span: Any = None):
+    def __init__(
+        self,
+        name_hint: str,
+        struct_info: StructInfo | None = None,
+        type_annotation: DynTensorType | None = None,
+        *,
+        span: Any = None,
+    ):
         if not isinstance(name_hint, str):
             raise IRError(
                 f"relax.Var: the name must be a string, got {type(name_hint).__name__} "
                 f"({name_hint!r})"
             )
+        if type_annotation is not None:
+            # Early Relax's relax.Var(name, shape, type): the second argument is a shape.
+            struct_info = annotations_struct_info(name_hint, struct_info, type_annotation)
         if struct_info is not None and not isinstance(struct_info, StructInfo):
             raise IRError(
                 f"relax.Var({name_hint!r}, ...): expected a StructInfo such as "
@@ -534,9 +548,10 @@ def convert_to_expr(value: Any) -> Expr:
     raise IRError(f"cannot use a {type(value).__name__} ({value!r}) as a relax expression")
 
 
-def const(value: Any, dtype: str | None = None) -> Constant:
+def const(value: Any, dtype: str | DynTensorType | None = None) -> Constant:
     """A constant tensor from a number, numpy array or NDArray (``relax.const``). A value
-    that ``dtype`` cannot hold exactly is refused (``const(300, "int8")`` would wrap to 44)."""
+    that ``dtype`` cannot hold exactly is refused (``const(300, "int8")`` would wrap to 44).
+    Early Relax's ``const(value, relax.DynTensorType(ndim, dtype))`` is ``const(value, dtype)``."""
     if isinstance(value, NDArray):
         value = value.numpy()
     try:
@@ -547,6 +562,15 @@ def const(value: Any, dtype: str | None = None) -> Constant:
         raise IRError(
             f"relax.const takes a number, a numpy array or (nested) lists of numbers, got {value!r}"
         )
+    if isinstance(dtype, DynTensorType):
+        warn_old_spelling(
+            "relax.const(value, relax.DynTensorType(ndim, dtype))", "relax.const(value, dtype)"
+        )
+        if dtype.ndim not in (-1, arr.ndim):
+            raise IRError(
+                f"relax.const: the value has {arr.ndim} dims but its type {dtype} says {dtype.ndim}"
+            )
+        dtype = dtype.dtype
     if dtype is not None:
         target = np.dtype(check_dtype(dtype, "relax.const dtype"))
         with np.errstate(invalid="ignore", over="ignore"):

@@ -127,11 +127,3 @@ def test_builder_collects_new_functions_like_the_course_fusor():
 def test_decorators_reject_non_mutators():
     with pytest.raises(MLCError, match="subclass of relax.PyExprMutator"):
         relax.expr_functor.mutator(type("NotAMutator", (), {}))
-
-
-def test_old_api_spellings_name_the_current_one():
-    x = relax.Var("x", relax.TensorStructInfo((1, 784), "float32"))
-    with pytest.raises(MLCError, match="struct_info"):
-        relax.Var("y", x.shape_, x._checked_type_)
-    with pytest.raises(MLCError, match="TensorStructInfo"):
-        relax.DynTensorType(2, "float32")

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from relax_helpers import assert_tensor, normalized, tensor
 
 from mlckit import relax, tir
-from mlckit.errors import MLCError, StructInfoError
+from mlckit.errors import StructInfoError
 from mlckit.ir import Op
 
 n = tir.Var("n", "int64")
@@ -326,11 +326,6 @@ def test_constant_arguments_are_named_by_parameter():
     c = relax.const(np.zeros((5,), "float32"))
     text = _raises(relax.op.add(var("x", (3, 4)), c), "relax.add")
     assert "x2 (a Constant) has shape (5,)" in text
-
-
-def test_old_dyn_tensor_type_points_at_struct_info():
-    with pytest.raises(MLCError, match=r'relax\.TensorStructInfo\(\(1, 784\), "float32"\)'):
-        relax.Var("x", (1, 784), relax.DynTensorType(2, "float32"))
 
 
 # ------------------------------------------------------------------------------ against numpy
