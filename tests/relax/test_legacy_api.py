@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import mlckit as tvm
-from mlckit import errors, relax, tir, topi
+import mlckit.testing
+from mlckit import errors, relax, te, tir, topi
 from mlckit.errors import IRError, MLCError
 from mlckit.ir import assert_structural_equal
 from mlckit.script import from_source
@@ -235,3 +236,56 @@ def test_a_dataflow_var_no_output_carried_out_stays_an_error():
         with pytest.raises(MLCError, match="'lv' of function 'main' is a dataflow variable"):
             bb.emit_func_output(lv)
         bb.emit_func_output(x)
+
+
+# ------------------------------------------------------------------ the course's assignment 1
+def test_assignment_model_with_symbolic_batch_via_emit_te():
+    # What the assignment asks for: its CNN with bb.emit_te and topi, batch left symbolic.
+    rng = np.random.default_rng(2)
+    weights = {
+        "conv_w": rng.standard_normal((4, 1, 3, 3), "float32"),
+        "conv_b": rng.standard_normal((1, 4, 1, 1), "float32"),
+        "dense_w": rng.standard_normal((5, 36), "float32"),
+        "dense_b": rng.standard_normal((1, 5), "float32"),
+    }
+    n = tir.Var("n", "int64")
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", (n, 1, 8, 8), relax.DynTensorType(4, "float32"))
+    w = {k: relax.const(v, "float32") for k, v in weights.items()}
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            lv = bb.emit_te(topi.nn.conv2d, x, w["conv_w"], strides=1, padding=0, dilation=1)
+            lv = bb.emit_te(topi.add, lv, w["conv_b"])
+            lv = bb.emit_te(topi.nn.relu, lv)
+            lv = bb.emit_te(
+                topi.nn.pool2d, lv, [2, 2], [2, 2], [1, 1], [0, 0, 0, 0], pool_type="max"
+            )
+            lv = bb.emit_te(topi.nn.flatten, lv)
+            lv = bb.emit_te(topi.nn.dense, lv, w["dense_w"])
+            lv = bb.emit_te(topi.add, lv, w["dense_b"])
+            gv = bb.emit_output(bb.emit_te(topi.nn.softmax, lv, axis=1))
+        bb.emit_func_output(gv)
+    vm = relax.VirtualMachine(relax.vm.build(bb.get(), "llvm"), tvm.cpu())
+
+    data = rng.standard_normal((3, 1, 8, 8), "float32")
+    windows = np.lib.stride_tricks.sliding_window_view(data, (3, 3), axis=(2, 3))
+    conv = np.einsum("nchwij,fcij->nfhw", windows, weights["conv_w"]) + weights["conv_b"]
+    pooled = np.maximum(conv, 0).reshape(3, 4, 3, 2, 3, 2).max(axis=(3, 5))
+    logits = pooled.reshape(3, 36) @ weights["dense_w"].T + weights["dense_b"]
+    expected = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    tvm.testing.assert_allclose(vm["main"](tvm.nd.array(data)), expected, rtol=1e-4, atol=1e-6)
+
+
+def test_topi_conv2d_names_the_one_layout_it_has():
+    data, kernel = te.placeholder((1, 1, 4, 4)), te.placeholder((1, 1, 3, 3))
+    with pytest.raises(MLCError, match="only NCHW data with an OIHW kernel"):
+        topi.nn.conv2d(data, kernel, 1, 0, 1, data_layout="NHWC")
+
+
+def test_the_assignments_check_compares_shapes_too():
+    # tvm.testing.assert_allclose, the assignment's check_equivalence: no broadcasting.
+    tvm.testing.assert_allclose(tvm.nd.array(np.ones((2, 3), "float32")), np.ones((2, 3)))
+    with pytest.raises(AssertionError, match="the shapes differ"):
+        tvm.testing.assert_allclose(np.ones((2, 3)), np.ones((1, 3)))
+    with pytest.raises(AssertionError, match="Not equal to tolerance"):
+        tvm.testing.assert_allclose(np.ones(3), np.zeros(3), rtol=1e-4)

@@ -1,7 +1,7 @@
 """Neural-network operators (TVM's ``topi.nn``)."""
 
 from .batch_norm import batch_norm
-from .conv2d import conv2d_nchw, group_conv2d_nchw
+from .conv2d import conv2d, conv2d_nchw, group_conv2d_nchw
 from .dense import dense
 from .elemwise import gelu, relu, silu
 from .flatten import flatten
@@ -14,6 +14,7 @@ __all__ = [
     "adaptive_pool",
     "avg_pool2d",
     "batch_norm",
+    "conv2d",
     "conv2d_nchw",
     "dense",
     "flatten",

@@ -1,5 +1,6 @@
 """2-d convolution, data in NCHW and kernel in OIHW layout: ``conv2d_nchw``, and
-``group_conv2d_nchw`` whose channels split into independent groups."""
+``group_conv2d_nchw`` whose channels split into independent groups; ``conv2d`` is TVM's entry
+point that picks the kernel for a layout."""
 
 from __future__ import annotations
 
@@ -112,6 +113,26 @@ def conv2d_nchw(
         channel_of=lambda ff, rc: rc,
         name="conv2d_nchw",
     )
+
+
+def conv2d(
+    input: te.Tensor,
+    filter: te.Tensor,
+    strides: int | Sequence[int],
+    padding: int | Sequence[int],
+    dilation: int | Sequence[int],
+    data_layout: str = "NCHW",
+    kernel_layout: str = "",
+    out_dtype: str | None = None,
+) -> te.Tensor:
+    """The convolution for ``data_layout`` (TVM's signature); NCHW data with an OIHW kernel,
+    ``conv2d_nchw``, is the one layout mlckit has."""
+    if data_layout != "NCHW" or kernel_layout not in ("", "OIHW"):
+        raise StructInfoError(
+            f"topi.nn.conv2d: only NCHW data with an OIHW kernel is supported, got "
+            f"data_layout={data_layout!r}, kernel_layout={kernel_layout!r}"
+        )
+    return conv2d_nchw(input, filter, strides, padding, dilation, out_dtype)
 
 
 def group_conv2d_nchw(
