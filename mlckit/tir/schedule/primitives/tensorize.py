@@ -74,6 +74,7 @@ class _Matcher:
         self.buffers: dict[int, _Binding] = {}  # description buffer -> the block's region
         self.path: list[str] = []  # where the comparison is, in the block's names
         self.context: tuple[str, Any, Any] = ("has", None, None)  # what it compares now
+        self.loose = False  # after a difference: binding only to show it (bind_loosely)
         self.analyzer = Analyzer()
 
     def match(self) -> None:
@@ -295,13 +296,17 @@ class _Matcher:
     # ------------------------------------------------------------------ reporting
     def differ(self, b: Any, d: Any, what: str | None = None) -> NoReturn:
         if what is None:
-            what = (
-                f"first difference: {self.show(b)} in the block, {self.show(d, desc=True)} "
-                "in the description"
-            )
+            if isinstance(b, E.BinaryOpExpr) and isinstance(d, E.BinaryOpExpr):
+                # Operands may still match: name the operations, not the whole subtrees.
+                shown = f"{type(b).__name__} in the block, {type(d).__name__}"
+            else:
+                shown = f"{self.show(b)} in the block, {self.show(d, desc=True)}"
+            what = f"first difference: {shown} in the description"
         self.fail(what)
 
     def fail(self, what: str) -> NoReturn:
+        if self.loose:
+            raise ScheduleError(what)
         verb, b_whole, d_whole = self.context
         where = " > ".join(self.path) or "the top of the block's body"
         lines = [
@@ -309,7 +314,10 @@ class _Matcher:
             f"at {where}:"
         ]
         if b_whole is not None and d_whole is not None:
-            # The block's side in the description's names, so that only real differences show.
+            # The block's side in the description's names, so that only real differences
+            # show: bind what the comparison had not reached yet where the shapes agree.
+            self.loose = True
+            self.bind_loosely(b_whole, d_whole)
             b_text, d_text = self.show(b_whole), self.show(d_whole, desc=True)
             width = len(f"the description {verb}:")
             lines.append(f"  {f'the block {verb}:':<{width}} {b_text}")
@@ -317,6 +325,27 @@ class _Matcher:
             what += " (the block's names shown as the description's they stand for)"
         lines.append(f"  {what}")
         raise ScheduleError("tensorize: " + "\n".join(lines))
+
+    def bind_loosely(self, b: Any, d: Any) -> None:
+        """Bind the description buffers ``d`` accesses where ``b`` has an access in the same
+        place, ignoring every other difference (only to show the block in the description's
+        names)."""
+        loads = isinstance(b, E.BufferLoad) and isinstance(d, E.BufferLoad)
+        if loads and id(d.buffer) not in self.buffers:
+            try:
+                self.bind(b.buffer, d.buffer)
+            except ScheduleError:
+                return
+        if isinstance(b, E.PrimExpr) and isinstance(d, E.PrimExpr):
+            same_shape = type(b) is type(d) or (
+                isinstance(b, E.BinaryOpExpr) and isinstance(d, E.BinaryOpExpr)
+            )
+            if same_shape:
+                for (_, bf), (_, df) in zip(b.structural_fields(), d.structural_fields()):
+                    self.bind_loosely(bf, df)
+        elif isinstance(b, (tuple, list)) and isinstance(d, (tuple, list)):
+            for bi, di in zip(b, d):
+                self.bind_loosely(bi, di)
 
     def show(self, node: Any, desc: bool = False) -> str:
         """One line of ``node`` (the block's in the description's names)."""
