@@ -65,6 +65,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "mlckit.testing",
             "mlckit.demo",
             "mlckit.book",
+            "mlckit.contrib",
         ),
     ),
 ]

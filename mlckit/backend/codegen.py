@@ -30,8 +30,9 @@ name in a comment or a name in an error message, through :func:`comment` or
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from mlckit.errors import BuildError
@@ -39,8 +40,12 @@ from mlckit.ir.dtype import INT_DTYPES, UINT_DTYPES, bits, is_float, is_int
 from mlckit.ir.name_supply import NameSupply
 from mlckit.tir import expr as E
 from mlckit.tir import stmt as S
-from mlckit.tir.buffer import Buffer, BufferRegion
+from mlckit.tir.buffer import ACCESS_PTR, Buffer, BufferRegion
 from mlckit.tir.function import PrimFunc
+from mlckit.tir.op import CALL_EXTERN
+from mlckit.tir.stmt_functor import post_order_visit
+
+from .extern import ExternFunction, check_c_types, resolve_extern
 
 # The longest identifier in generated code: numba names its cache files after the function,
 # and LLVM cuts long argument names short (two long names that share a prefix would clash).
@@ -98,6 +103,17 @@ class GeneratedFunction:
     helpers: set[str] = field(default_factory=set)
     # The function raises mlckit.errors.VMError for an argument of the wrong shape.
     checks_shapes: bool = False
+    # The external functions it calls, by the name the code calls them.
+    externs: dict[str, ExternCall] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ExternCall:
+    """An external function a kernel calls, with the dtypes of its result and arguments."""
+
+    function: ExternFunction
+    dtype: str
+    arg_dtypes: tuple[str, ...]
 
 
 class _Printed(NamedTuple):
@@ -433,11 +449,29 @@ class _ShortNames(NameSupply):
 
 
 class PythonCodegen(PrimExprPrinter):
-    """Emit one PrimFunc as a Python function named ``name``."""
+    """Emit one PrimFunc as a Python function named ``name``; its ``call_extern``s resolve to
+    the C functions of ``libraries`` or to registered Python functions (mlckit.backend.extern).
+    """
 
-    def __init__(self, func: PrimFunc, name: str, *, parallel: bool = True):
+    # Whether the generated code may call external functions (the host's, through ctypes);
+    # a code generator that may not never resolves them.
+    calls_externs = True
+
+    def __init__(
+        self,
+        func: PrimFunc,
+        name: str,
+        *,
+        parallel: bool = True,
+        libraries: Sequence[Path] = (),
+    ):
         super().__init__(_ShortNames(RESERVED), wrap_integers=True)
         self.func = func
+        self.libraries = tuple(libraries)
+        # The external functions called, by their name in TensorIR: the code's name for each.
+        self.externs: dict[str, tuple[str, ExternCall]] = {}
+        # Each buffer by its data variable, for access_ptr.
+        self.data_buffers: dict[int, Buffer] = {}
         # A kernel named like a builtin the code calls (``abs``, ``max``) must not shadow it;
         # and a module's dunder attributes (``__class__``) are not its globals, so none is a
         # kernel's name.
@@ -453,15 +487,51 @@ class PythonCodegen(PrimExprPrinter):
     # ------------------------------------------------------------------ entry point
     def generate(self) -> GeneratedFunction:
         params, buffers = self.signature()
+        self._declare_externs()
         self._bind_shapes(buffers)
         self.stmt(self.func.body)
         if len(self.lines) == 0 or all(line.lstrip().startswith("#") for line in self.lines):
             self.emit("pass")
         header = f"def {self.name}({', '.join(params)}):"
         source = "\n".join([header, *self.lines]) + "\n"
+        externs = dict(self.externs.values())
         return GeneratedFunction(
-            self.name, source, params, self.uses_prange, self.helpers, self.uses_shape_check
+            self.name,
+            source,
+            params,
+            self.uses_prange,
+            self.helpers,
+            self.uses_shape_check,
+            externs,
         )
+
+    def _declare_externs(self) -> None:
+        """Resolve and name every function the body calls with call_extern, before the body
+        names anything: the names are the module's, bound once at import."""
+        calls: list[E.Call] = []
+        post_order_visit(
+            self.func.body,
+            lambda node: (
+                calls.append(node) if isinstance(node, E.Call) and node.op is CALL_EXTERN else None
+            ),
+        )
+        for call in calls:
+            name = call.args[0].value  # type: ignore[attr-defined]
+            arg_dtypes = tuple(a.dtype for a in call.args[1:])
+            known = self.externs.get(name)
+            if known is not None:
+                if (known[1].dtype, known[1].arg_dtypes) != (call.dtype, arg_dtypes):
+                    raise BuildError(
+                        f"call_extern {name!r} is called with two signatures: "
+                        f"{known[1].arg_dtypes} -> {known[1].dtype} and {arg_dtypes} -> "
+                        f"{call.dtype}"
+                    )
+                continue
+            function = resolve_extern(name, self.libraries)
+            if function.library is not None:
+                check_c_types(name, [call.dtype, *arg_dtypes])
+            extern = ExternCall(function, call.dtype, arg_dtypes)
+            self.externs[name] = (self.names.get(extern, name), extern)
 
     def signature(self) -> tuple[list[str], list[Buffer]]:
         """The parameter names, and the buffers the parameters are."""
@@ -472,6 +542,7 @@ class PythonCodegen(PrimExprPrinter):
             if buffer is not None:
                 params.append(self.names.get(buffer, buffer.name))
                 buffers.append(buffer)
+                self.data_buffers[id(buffer.data)] = buffer
             else:
                 params.append(self.names.get(param, param.name_hint))
         return params, buffers
@@ -497,6 +568,8 @@ class PythonCodegen(PrimExprPrinter):
             for axis, dim in enumerate(dims):
                 if isinstance(dim, E.Var) and not self.names.has(dim):
                     self.emit(f"{self.names.get(dim, dim.name_hint)} = {array}.shape[{axis}]")
+        for buffer in buffers:
+            self._bind_strides(buffer)
         for buffer in buffers:
             if id(buffer) in read_off:
                 continue
@@ -620,7 +693,17 @@ class PythonCodegen(PrimExprPrinter):
         self.emit(f"if {' and '.join(conditions)}:")
         self.body(block.init)  # type: ignore[arg-type]
 
+    def _bind_strides(self, buffer: Buffer) -> None:
+        """Read symbolic strides (``strides=[sa, 1]``) off the buffer's array, in elements."""
+        array = self.names.get(buffer, buffer.name)
+        for axis, stride in enumerate(buffer.strides):
+            if isinstance(stride, E.Var) and not self.names.has(stride):
+                self.var_bounds[id(stride)] = ((0, _dtype_bounds(stride.dtype)[1]), True)
+                name = self.names.get(stride, stride.name_hint)
+                self.emit(f"{name} = {array}.strides[{axis}] // {array}.itemsize")
+
     def allocate(self, buffer: Buffer) -> None:
+        self.data_buffers[id(buffer.data)] = buffer
         name = self.names.get(buffer, buffer.name)
         shape = ", ".join(self.expr(s) for s in buffer.shape)
         if len(buffer.shape) == 1:
@@ -638,6 +721,49 @@ class PythonCodegen(PrimExprPrinter):
         )
         source_name = self.names.get(source.buffer, source.buffer.name)
         self.emit(f"{self.names.get(buffer, buffer.name)} = {source_name}[{slices}]")
+        self.data_buffers[id(buffer.data)] = buffer
+        self._bind_strides(buffer)
+
+    def _call(self, node: E.Call) -> _Printed:
+        if node.op is CALL_EXTERN:
+            callee = node.args[0].value  # type: ignore[attr-defined]
+            if not self.calls_externs:
+                raise BuildError(
+                    f"call_extern {callee!r}: external functions are called from CPU kernels "
+                    "only (targets llvm and python)"
+                )
+            name, extern = self.externs[callee]
+            args = [self._extern_arg(arg, extern) for arg in node.args[1:]]
+            return _Printed(f"{name}({', '.join(args)})", _PREC_ATOM)
+        if node.op is ACCESS_PTR:
+            raise BuildError("access_ptr(...) is an argument of a call_extern, not a value")
+        return super()._call(node)
+
+    def _extern_arg(self, arg: E.PrimExpr, extern: ExternCall) -> str:
+        """An argument of an extern call: a C function takes ``access_ptr`` as the address of
+        the element at the offset, a Python function takes the buffer's array."""
+        if not (isinstance(arg, E.Call) and arg.op is ACCESS_PTR):
+            return self.expr(arg)
+        data, offset = arg.args[0], arg.args[1]
+        buffer = self.data_buffers.get(id(data))
+        if buffer is None:
+            raise BuildError(
+                f"call_extern {extern.function.name!r}: access_ptr of {data} names no buffer "
+                "of this function"
+            )
+        array = self.names.get(buffer, buffer.name)
+        if extern.function.library is not None:
+            if E.is_const_int(offset, 0):
+                return f"{array}.ctypes.data"
+            start = self._wrap(self._expr(offset), _PREC_MUL)
+            return f"{array}.ctypes.data + {start} * {array}.itemsize"
+        if not E.is_const_int(offset, 0):
+            raise BuildError(
+                f"call_extern {extern.function.name!r}: a Python extern takes {buffer.name}'s "
+                "array, so its access_ptr has no offset; match the region you mean with "
+                "T.match_buffer and pass that buffer"
+            )
+        return array
 
     def stmt_BufferStore(self, node: S.BufferStore) -> None:
         value = self._expr(node.value)
@@ -754,11 +880,16 @@ RESERVED = frozenset(
         "bool",
         "len",
         "print",
+        "c_extern",
+        "python_extern",
         *HELPER_SOURCE,
     }
 )
 
 
-def generate_function(func: PrimFunc, name: str, *, parallel: bool = True) -> GeneratedFunction:
-    """Generate the Python source of ``func`` under the (already sanitized) ``name``."""
-    return PythonCodegen(func, name, parallel=parallel).generate()
+def generate_function(
+    func: PrimFunc, name: str, *, parallel: bool = True, libraries: Sequence[Path] = ()
+) -> GeneratedFunction:
+    """Generate the Python source of ``func`` under the (already sanitized) ``name``; its
+    extern calls may call the C functions of ``libraries``."""
+    return PythonCodegen(func, name, parallel=parallel, libraries=libraries).generate()

@@ -36,6 +36,7 @@ from mlckit.runtime.module import ParamSpec
 from mlckit.target import Target
 from mlckit.tir import expr as E
 from mlckit.tir import stmt as S
+from mlckit.tir.buffer import ACCESS_PTR
 from mlckit.tir.function import PrimFunc
 from mlckit.tir.stmt_functor import post_order_visit
 from mlckit.tir.transform import lower_prim_func
@@ -48,9 +49,10 @@ from .codegen import (
     generate_function,
 )
 from .cuda_codegen import CudaCodegen
+from .extern import IMPORT_ANNOTATION, compile_library
 from .llvm_options import kernel_compilation
 
-CODEGEN_VERSION = "5"
+CODEGEN_VERSION = "6"
 
 _NUMBA_DTYPES = {"bool": "boolean"}
 
@@ -79,6 +81,32 @@ def cache_dir() -> Path:
         return Path(override)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "mlckit"
+
+
+def extern_library(code: str, cc: str | None = None, options: tuple[str, ...] = ()) -> Path:
+    """The shared library compiled from an extern's C++ source, in the kernel cache."""
+    return compile_library(code, cache_dir() / "externs", cc, options)
+
+
+def attached_sources(func: PrimFunc) -> list[str]:
+    """The source code attached to ``func``'s loops with ``"pragma_import_llvm"``."""
+    sources: list[str] = []
+
+    def visit(node: object) -> None:
+        if isinstance(node, S.For) and node.annotations:
+            code = node.annotations.get(IMPORT_ANNOTATION)
+            if code is None:
+                return
+            if not isinstance(code, str):
+                raise BuildError(
+                    f'loop {node.loop_var.name_hint!r}: "{IMPORT_ANNOTATION}" takes source code '
+                    f"(mlckit.contrib.clang.create_llvm(code)), got {type(code).__name__}"
+                )
+            if code not in sources:
+                sources.append(code)
+
+    post_order_visit(func.body, visit)
+    return sources
 
 
 def _numba_signature(func: PrimFunc) -> str:
@@ -135,7 +163,10 @@ def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, Gener
     if codegen == "numba_cuda":
         generated = CudaCodegen(lowered, name, target.max_num_threads).generate()
     else:
-        generated = generate_function(lowered, name, parallel=style.parallel_loops)
+        libraries = [extern_library(code) for code in attached_sources(lowered)]
+        generated = generate_function(
+            lowered, name, parallel=style.parallel_loops, libraries=libraries
+        )
     lines = [
         comment(f"mlckit kernel {name!r} for target {target.kind.name}"),
         "import math",
@@ -149,9 +180,19 @@ def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, Gener
         own_imports.append("from mlckit.backend.noalias import NoAliasCompiler")
     if generated.checks_shapes:
         own_imports.append("from mlckit.errors import VMError")
+    binders = sorted({extern.function.binder for extern in generated.externs.values()})
+    if binders:
+        own_imports.append(f"from mlckit.backend.extern import {', '.join(binders)}")
     if own_imports:
-        lines += ["", *own_imports]
+        lines += ["", *sorted(own_imports)]
     lines.append("")
+    compiled = codegen == "numba"
+    for ident, extern in generated.externs.items():
+        function = extern.function
+        lines.append(comment(f"extern {function.name}: {function.fingerprint()}"))
+        lines.append(f"{ident} = {function.binding(extern.dtype, extern.arg_dtypes, compiled)}")
+    if generated.externs:
+        lines.append("")
     # numba's simulator of a GPU runs the kernels under CPython.
     numba_compiles = codegen == "numba" or (codegen == "numba_cuda" and not simulated())
     for helper in sorted(generated.helpers):
@@ -167,7 +208,10 @@ def kernel_source(func: PrimFunc, name: str, target: Target) -> tuple[str, Gener
 
 
 def _njit_options(func: PrimFunc, generated: GeneratedFunction, noalias: bool) -> str:
-    options = [f'"{_numba_signature(func)}"', "cache=True"]
+    # numba cannot cache a kernel that calls a C function (its address changes from process
+    # to process) and would not notice a Python extern changing: those compile afresh.
+    cache = not generated.externs
+    options = [f'"{_numba_signature(func)}"', f"cache={cache}"]
     if generated.uses_prange:
         options.append("parallel=True")
     if wants_fastmath(func):
@@ -207,6 +251,13 @@ def kernel_signature(func: PrimFunc) -> tuple[ParamSpec, ...]:
     def visit(node: object) -> None:
         if isinstance(node, S.BufferStore):
             stored.add(id(node.buffer.data))
+        elif isinstance(node, E.Call) and node.op is ACCESS_PTR and node.args[3].value & 2:
+            stored.add(id(node.args[0]))  # an extern writes it
+        elif isinstance(node, S.Block):
+            # Writing a matched region writes its source (blocks come after their bodies).
+            for match in node.match_buffers:
+                if id(match.buffer.data) in stored:
+                    stored.add(id(match.source.buffer.data))
 
     post_order_visit(func.body, visit)
     specs = []

@@ -36,6 +36,7 @@ class Frame:
 
     namer: NameSupply = field(default_factory=lambda: NameSupply(RESERVED_NAMES))
     free_vars: list[tx.Var] = field(default_factory=list)
+    free_names: dict[int, str] = field(default_factory=dict)
     uses_cls: bool = False
     # Enclosing loops by id of their loop variable, for T.axis.remap.
     loops: dict[int, Any] = field(default_factory=dict)
@@ -60,9 +61,11 @@ class PrinterBase:
         return self.frame.namer.get(obj, hint)
 
     def tir_var(self, var: tx.Var) -> str:
-        name = self.frame.namer.lookup(var)
+        name = self.frame.namer.lookup(var) or self.frame.free_names.get(id(var))
         if name is None:
-            name = self.frame.namer.get(var, var.name_hint)
+            # Declared for the whole function: its name outlives the loop it is first used in.
+            name = self.frame.namer.fresh(var.name_hint)
+            self.frame.free_names[id(var)] = name
             self.frame.free_vars.append(var)
         return name
 

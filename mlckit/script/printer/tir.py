@@ -529,7 +529,7 @@ class TIRPrinter(PrinterBase):
         free = self.frame.free_vars
         if not free:
             return
-        names = [self.frame.namer.lookup(v) or "" for v in free]
+        names = [self.frame.free_names[id(v)] for v in free]
         makers = [
             f"T.{v.dtype}({'is_size_var=True' if isinstance(v, tx.SizeVar) else ''})" for v in free
         ]
