@@ -81,12 +81,24 @@ def desc_b_not_transposed(a: T.handle, b: T.handle, c: T.handle) -> None:
             C[vii, vjj] = C[vii, vjj] + A[vii, vkk] * B[vkk, vjj]
 
 
+@T.prim_func
+def desc_tall_a(a: T.handle, b: T.handle, c: T.handle) -> None:
+    A = T.match_buffer(a, (32, 16), "float32", scope="global.A_reg")
+    B = T.match_buffer(b, (16, 16), "float32", scope="global.B_reg")
+    C = T.match_buffer(c, (16, 16), "float32", scope="global.accumulator")
+    for i, j, k in T.grid(16, 16, 16):
+        with T.block(""):
+            vii, vjj, vkk = T.axis.remap("SSR", [i, j, k])
+            C[vii, vjj] = C[vii, vjj] + A[vii, vkk] * B[vjj, vkk]
+
+
 INTRINSICS = {
     "test.tmm16": (tmm_desc(), tmm_impl()),
     "test.tmm16_global": (tmm_desc(GLOBAL_SCOPES), tmm_impl(GLOBAL_SCOPES)),
     "test.tmm8": (tmm_desc(n=8), tmm_impl(n=8)),
     "test.tmm16_sub": (desc_subtracts, tmm_impl()),
     "test.tmm16_b_kj": (desc_b_not_transposed, tmm_impl()),
+    "test.tmm16_tall_a": (desc_tall_a, desc_tall_a),
 }
 for _name, (_desc, _impl) in INTRINSICS.items():
     tir.TensorIntrin.register(_name, _desc, _impl, override=True)
@@ -258,6 +270,14 @@ def test_a_different_extent_shows_the_loops():
     message = _refused(*course_schedule(), "test.tmm8")
     assert "the block has:       for i_1 in range(16)" in message
     assert "the description has: for i in range(8)" in message
+
+
+def test_a_region_of_another_shape_shows_the_region():
+    message = _refused(*course_schedule(), "test.tmm16_tall_a")
+    assert (
+        "the block's region A_global_A_reg[vi_o * 16:vi_o * 16 + 16, vk_o * 16:vk_o * 16 + 16]"
+        " does not have the shape (32, 16) of the description's A"
+    ) in message
 
 
 def test_a_different_storage_scope_says_how_to_get_the_right_one():

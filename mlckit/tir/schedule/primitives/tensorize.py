@@ -22,6 +22,8 @@ Given a loop, tensorize first makes the loop's subtree a block (``blockize``), a
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -87,9 +89,8 @@ class _Matcher:
         if self.block.init is None and desc_init is not None:
             self.fail("the description has a T.init() and the block does not")
         if self.block.init is not None:
-            self.path.append("T.init()")
-            self.stmt(self.block.init, desc_init)
-            self.path.pop()
+            with self.at("T.init()"):
+                self.stmt(self.block.init, desc_init)
         self.stmt(self.block.body, self.desc_body)
         unused = [b.name for b in self.desc_buffers if id(b) not in self.buffers]
         if unused:
@@ -97,6 +98,13 @@ class _Matcher:
                 f"the description never accesses its buffer(s) {', '.join(unused)}, so "
                 "nothing says which region of the block's buffers they stand for"
             )
+
+    @contextlib.contextmanager
+    def at(self, step: str) -> Iterator[None]:
+        """Compare inside ``step`` (a loop, a block, a branch): where an error says it is."""
+        self.path.append(step)
+        yield
+        self.path.pop()
 
     def binding(self, desc_buffer: Buffer) -> _Binding:
         return self.buffers[id(desc_buffer)]
@@ -113,16 +121,14 @@ class _Matcher:
                     f"has {len(d.seq)}"
                 )
             for i, (bs, ds) in enumerate(zip(b.seq, d.seq)):
-                self.path.append(f"statement {i + 1}")
-                self.stmt(bs, ds)
-                self.path.pop()
+                with self.at(f"statement {i + 1}"):
+                    self.stmt(bs, ds)
         elif isinstance(b, S.For):
             self.expr_in("has", b, d, b.min, d.min)
             self.expr_in("has", b, d, b.extent, d.extent)
             self.define(d.loop_var, b.loop_var)
-            self.path.append(f"for {b.loop_var.name_hint}")
-            self.stmt(b.body, d.body)
-            self.path.pop()
+            with self.at(f"for {b.loop_var.name_hint}"):
+                self.stmt(b.body, d.body)
         elif isinstance(b, S.BlockRealize):
             self.block_realize(b, d)
         elif isinstance(b, S.BufferStore):
@@ -133,15 +139,13 @@ class _Matcher:
             self.expr_in("evaluates", b.value, d.value, b.value, d.value)
         elif isinstance(b, S.IfThenElse):
             self.expr_in("tests", b.condition, d.condition, b.condition, d.condition)
-            self.path.append("then")
-            self.stmt(b.then_case, d.then_case)
-            self.path.pop()
+            with self.at("then"):
+                self.stmt(b.then_case, d.then_case)
             if (b.else_case is None) != (d.else_case is None):
                 self.fail("one side has an else branch and the other does not")
             if b.else_case is not None:
-                self.path.append("else")
-                self.stmt(b.else_case, d.else_case)
-                self.path.pop()
+                with self.at("else"):
+                    self.stmt(b.else_case, d.else_case)
         else:
             self.fail(
                 f"tensorize compares loops, blocks, stores, conditions and evaluations; "
@@ -155,29 +159,27 @@ class _Matcher:
                 f"block {bb.name_hint!r} has {len(bb.iter_vars)} iter vars where the "
                 f"description's block has {len(db.iter_vars)}"
             )
-        self.path.append(f"block {bb.name_hint!r}")
-        for biv, div, bv, dv in zip(bb.iter_vars, db.iter_vars, b.iter_values, d.iter_values):
-            if biv.iter_type != div.iter_type:
+        with self.at(f"block {bb.name_hint!r}"):
+            for biv, div, bv, dv in zip(bb.iter_vars, db.iter_vars, b.iter_values, d.iter_values):
+                if biv.iter_type != div.iter_type:
+                    self.fail(
+                        f"iter var {biv.var.name_hint} is {_iter_kind(biv)} where the "
+                        f"description's {div.var.name_hint} is {_iter_kind(div)}"
+                    )
+                self.expr_in("binds", bv, dv, bv, dv)
+                self.expr_in("declares", biv, div, biv.dom.min, div.dom.min)
+                self.expr_in("declares", biv, div, biv.dom.extent, div.dom.extent)
+                self.define(div.var, biv.var)
+            self.expr_in("has the predicate", b.predicate, d.predicate, b.predicate, d.predicate)
+            if _extras(bb) != _extras(db):
                 self.fail(
-                    f"iter var {biv.var.name_hint} is {_iter_kind(biv)} where the "
-                    f"description's {div.var.name_hint} is {_iter_kind(div)}"
+                    f"block {bb.name_hint!r} has {_extras(bb)} where the description's block has "
+                    f"{_extras(db)}"
                 )
-            self.expr_in("binds", bv, dv, bv, dv)
-            self.expr_in("declares", biv, div, biv.dom.min, div.dom.min)
-            self.expr_in("declares", biv, div, biv.dom.extent, div.dom.extent)
-            self.define(div.var, biv.var)
-        self.expr_in("has the predicate", b.predicate, d.predicate, b.predicate, d.predicate)
-        if (bb.init is None) != (db.init is None) or len(bb.alloc_buffers) != len(db.alloc_buffers):
-            self.fail(
-                f"block {bb.name_hint!r} has {_extras(bb)} where the description's block has "
-                f"{_extras(db)}"
-            )
-        if bb.init is not None:
-            self.path.append("T.init()")
-            self.stmt(bb.init, db.init)
-            self.path.pop()
-        self.stmt(bb.body, db.body)
-        self.path.pop()
+            if bb.init is not None:
+                with self.at("T.init()"):
+                    self.stmt(bb.init, db.init)
+            self.stmt(bb.body, db.body)
 
     def define(self, desc_var: E.Var, block_var: E.Var) -> None:
         self.vars[id(desc_var)] = block_var
