@@ -28,7 +28,7 @@ from .errors import (
     WellFormedError,
 )
 from .ir import IRModule, instrument, transform
-from .runtime import cpu, cuda, get_global_func, register_func, register_global_func
+from .runtime import cpu, cuda, device, get_global_func, register_func, register_global_func
 from .target import Target
 
 __version__ = "0.1.0"
@@ -71,6 +71,7 @@ __all__ = [
     "cpu",
     "cuda",
     "datasets",
+    "device",
     "errors",
     "exercises",
     "get_global_func",

@@ -1,6 +1,6 @@
 """Runtime objects: NDArray, Device and the global function registry."""
 
-from .ndarray import Device, NDArray, array, cpu, cuda, empty
+from .ndarray import Device, NDArray, array, cpu, cuda, device, empty
 from .registry import (
     get_global_func,
     list_global_func_names,
@@ -20,6 +20,7 @@ __all__ = [
     "array",
     "cpu",
     "cuda",
+    "device",
     "empty",
     "get_global_func",
     "list_global_func_names",

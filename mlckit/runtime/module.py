@@ -362,6 +362,23 @@ class Module:
     def function_names(self) -> list[str]:
         return list(self._functions)
 
+    @property
+    def entry_name(self) -> str:
+        """The function that calling the module runs (TVM's entry function): the only one, or
+        ``main``."""
+        names = self.function_names()
+        if len(names) == 1:
+            return names[0]
+        if "main" in names:
+            return "main"
+        raise MLCError(
+            f"the module has {len(names)} functions and none is named 'main', so it has no entry "
+            f"function to call; call one by name: lib[name](...) with name in {sorted(names)}"
+        )
+
+    def __call__(self, *args: Any) -> Any:
+        return self.get_function(self.entry_name)(*args)
+
     def source(self, name: str | None = None) -> str:
         """The generated Python of one function, or of all of them."""
         if name is None:
@@ -373,6 +390,18 @@ class Module:
 
     def get_source(self, fmt: str = "") -> str:
         return self.source()
+
+    @property
+    def type_key(self) -> str:
+        return self.target.kind.name
+
+    @property
+    def imported_modules(self) -> list[Module]:
+        """TVM's host module imports one device module per GPU target, whose ``get_source()``
+        shows the kernels (the course prints a CUDA kernel so). mlckit generates one Python
+        module for a GPU build, its ``@cuda.jit`` kernels next to the host functions that launch
+        them, so the device module is this module; a CPU build imports none."""
+        return [self] if self.target.is_gpu else []
 
     def time_evaluator(
         self,

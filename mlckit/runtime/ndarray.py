@@ -69,6 +69,40 @@ def cuda(device_id: int = 0) -> Device:
     return Device("cuda", device_id)
 
 
+# TVM's names for the two device types mlckit runs on: its own type names, the target kinds
+# whose code runs there, and the DLPack type codes (kDLCPU = 1, kDLCUDA = 2).
+DEVICE_TYPES: dict[str | int, str] = {
+    "cpu": "cpu",
+    "llvm": "cpu",
+    "c": "cpu",
+    1: "cpu",
+    "cuda": "cuda",
+    "gpu": "cuda",
+    "nvptx": "cuda",
+    2: "cuda",
+}
+
+
+def device(device_type: str | int, device_id: int = 0) -> Device:
+    """TVM's ``tvm.device("cpu")``, ``tvm.device("cuda", 0)``: the device of that type and index.
+
+    A target string names its device too (``tvm.device("llvm --num-cores=1")`` is the CPU)."""
+    key = (
+        device_type.split()[0]
+        if isinstance(device_type, str) and device_type.strip()
+        else device_type
+    )
+    if key not in DEVICE_TYPES:
+        names = ", ".join(repr(k) for k in DEVICE_TYPES if isinstance(k, str))
+        raise MLCError(
+            f"device({device_type!r}): mlckit runs on CPUs and NVIDIA GPUs only; "
+            f"choose one of {names} (or the type codes 1 and 2)"
+        )
+    if not isinstance(device_id, int) or device_id < 0:
+        raise MLCError(f"device({device_type!r}, {device_id!r}): the index must be an int >= 0")
+    return Device(DEVICE_TYPES[key], device_id)
+
+
 class NDArray:
     """A tensor: ``.numpy()`` copies it out, ``.shape``/``.dtype`` describe it."""
 

@@ -1,0 +1,102 @@
+"""The MLC course's notebooks run with mlckit as the course wrote them (see README.md here).
+
+Each notebook's cells run in order in one namespace, the way Jupyter runs them: every top-level
+statement of a cell is compiled on its own, with the ``from __future__`` imports of earlier
+statements in force (the course puts ``from __future__ import annotations`` after other imports
+in a cell, which IPython accepts and a plain ``compile`` of the whole cell does not), and each
+cell's source is registered with ``linecache`` so TVMScript's decorators can read it back.
+"""
+
+from __future__ import annotations
+
+import ast
+import codeop
+import contextlib
+import io
+import linecache
+import re
+import traceback
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+from mlckit.errors import BuildError
+
+NOTEBOOKS = Path(__file__).parent / "notebooks"
+DATASETS = Path(__file__).parents[2] / "datasets"
+WEIGHT_FILES = ("fasionmnist_mlp_params.pkl", "fasionmnist_mlp_assignment_params.pkl")
+CELL_MARK = re.compile(r"^# %% \[cell (\d+)\]\n", re.M)
+
+# Cells the course runs to show an error: (notebook, cell) -> the error and words it must say.
+EXPECTED_ERRORS: dict[tuple[str, int], tuple[type[Exception], str]] = {
+    # The course builds the same schedule for OpenCL "to show the code for other GPUs".
+    ("ch07_gpu_part1", 13): (BuildError, "unknown target 'opencl'"),
+}
+
+
+def cells(path: Path) -> list[tuple[int, str]]:
+    parts = CELL_MARK.split(path.read_text(encoding="utf-8"))
+    return [(int(parts[i]), parts[i + 1]) for i in range(1, len(parts), 2)]
+
+
+def run_cell(source: str, filename: str, namespace: dict, compiler: codeop.Compile) -> None:
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    for statement in ast.parse(source, filename).body:
+        exec(compiler(ast.Module([statement], []), filename, "exec"), namespace)
+
+
+@pytest.fixture
+def scratch_dir(tmp_path, monkeypatch):
+    for name in WEIGHT_FILES:
+        (tmp_path / name).symlink_to(DATASETS / name)
+    monkeypatch.chdir(tmp_path)
+    matplotlib.use("Agg")
+    return tmp_path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook", sorted(p.stem for p in NOTEBOOKS.glob("*.py")))
+def test_course_notebook_runs(notebook: str, scratch_dir: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    import mlckit
+
+    namespace: dict = {"__name__": "__main__", "mlckit": mlckit}
+    compiler = codeop.Compile()
+    try:
+        for number, source in cells(NOTEBOOKS / f"{notebook}.py"):
+            filename = f"<{notebook} cell {number}>"
+            expected = EXPECTED_ERRORS.get((notebook, number))
+            with contextlib.redirect_stdout(io.StringIO()):
+                if expected is not None:
+                    error, words = expected
+                    with pytest.raises(error, match=re.escape(words)):
+                        run_cell(source, filename, namespace, compiler)
+                    continue
+                try:
+                    run_cell(source, filename, namespace, compiler)
+                except Exception:
+                    pytest.fail(
+                        f"{notebook}, cell {number} failed:\n{source.strip()}\n\n"
+                        f"{traceback.format_exc(limit=-8)}",
+                        pytrace=False,
+                    )
+    finally:
+        plt.close("all")
+
+
+def test_every_expected_error_names_a_cell() -> None:
+    for notebook, number in EXPECTED_ERRORS:
+        assert number in dict(cells(NOTEBOOKS / f"{notebook}.py")), (notebook, number)
+
+
+def test_only_marked_edits_touch_tvm_or_the_network() -> None:
+    """The files keep the course's text: the network and torchvision appear only on marked
+    lines, and no line imports tvm itself."""
+    for path in NOTEBOOKS.glob("*.py"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            code = line.split("#", 1)[0]
+            assert not re.search(r"\b(import tvm|from tvm\b)", code), (path.name, line)
+            if re.search(r"wget|pip install|torchvision", line):
+                assert re.search(r"# \[(shell|data)\]", line), (path.name, line)
