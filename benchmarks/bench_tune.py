@@ -99,8 +99,7 @@ def tune_matmul(
     with ms.Builder() as builder, ms.Runner() as runner:
         for seed in seeds:
             for strategy in ("evolutionary", "random"):
-                database = ms.JSONDatabase(None)
-                records = ms.tune_tir(
+                database = ms.tune_tir(
                     func,
                     target,
                     max_trials=trials,
@@ -109,14 +108,14 @@ def tune_matmul(
                     # The searches on their own: without the default schedule's program to
                     # start from, which both would measure first.
                     space=ms.default_space(target, hint_default_schedule=False),
-                    database=database,
                     seed=seed,
                     builder=builder,
                     runner=runner,
                     progress=False,
                 )
                 program = ms.compile_tir(database, func, target).mod["main"]
-                best[f"{strategy}, seed {seed}"] = (program, min(r.median_secs() for r in records))
+                measured = database.get_all_tuning_records()
+                best[f"{strategy}, seed {seed}"] = (program, min(r.median_secs() for r in measured))
     return best
 
 
@@ -219,7 +218,7 @@ def mlp_batch_rows(batch: int) -> list[dict[str, Any]]:
     with ms.Builder() as builder, ms.Runner() as runner:
         database = ms.tune_relax(
             mod,
-            "llvm",
+            target="llvm",
             max_trials_per_task=MLP_TRIALS_PER_KERNEL,
             num_trials_per_iter=MLP_TRIALS_PER_ITER,
             database=ms.JSONDatabase(database_path),

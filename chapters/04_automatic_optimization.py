@@ -230,11 +230,14 @@ print(best_sch.trace)
 #
 # ## `ms.tune_tir`: the tuner
 #
-# `ms.tune_tir(mod, target, max_trials=..., space=...)` searches `mod`'s single PrimFunc. Its
-# `space` is our stochastic schedule function, as in the course. Every measured program goes
-# into a **database** (`ms.JSONDatabase`): a file of JSON lines, one *tuning record* per
-# measurement (a program's trace, its times, which function and target it belongs to), which
-# a later run reads back to resume instead of measuring the same programs again.
+# `ms.tune_tir(mod, target, work_dir=..., max_trials_global=..., space=...)` searches `mod`'s
+# single PrimFunc with at most `max_trials_global` measurements (`max_trials` for short). Its
+# `space` is our stochastic schedule function (the course wraps it as
+# `ms.space_generator.ScheduleFn(stochastic_schedule_mm)`; the function alone does too). Every
+# measured program goes into a **database** (`ms.JSONDatabase`) kept in `work_dir`: a file of
+# JSON lines, one *tuning record* per measurement (a program's trace, its times, which function
+# and target it belongs to). As in TVM, `tune_tir` returns that database, and a later run on
+# the same `work_dir` reads it back to resume instead of measuring the same programs again.
 #
 # Each trial is one short measurement, and on a busy machine the fastest of many short
 # measurements is often a lucky one. So when the trials are done, `tune_tir` measures the four
@@ -242,8 +245,7 @@ print(best_sch.trace)
 # them), and the database ranks each program by the median of all its repeats. If that lets
 # a program measured only once into the top four, the new top four are measured again too:
 # the winner is never one lucky measurement. These extra measurements are not trials: they
-# add records to the database, not to what `tune_tir` returns (`remeasure_top_k=0` turns them
-# off).
+# add records of programs already measured (`remeasure_top_k=0` turns them off).
 #
 # Candidates are built by a `ms.Builder`, several at once in worker processes (numba compiles
 # each kernel; that is most of the cost of a trial), and timed by a `ms.Runner`, one at a
@@ -260,15 +262,14 @@ print(best_sch.trace)
 builder = ms.Builder()
 runner = ms.Runner(number=1, repeat=3, min_repeat_ms=5)
 work_dir = Path(tempfile.mkdtemp(prefix="tune_"))
-database = ms.JSONDatabase(work_dir / "records.json")
 
-records = ms.tune_tir(
+database = ms.tune_tir(
     MyModule,
     "llvm",
-    max_trials=8,
+    work_dir=work_dir,
+    max_trials_global=8,
     num_trials_per_iter=8,
     space=stochastic_schedule_mm,
-    database=database,
     builder=builder,
     runner=runner,
     progress=True,
@@ -276,22 +277,26 @@ records = ms.tune_tir(
 
 # %% [markdown]
 # We asked for 8 trials and got fewer: the tuner never measures a program twice (two traces
-# that give the same program count once), and the space holds five. Every record is a
-# measured program:
+# that give the same program count once), and the space holds five.
+# `ms.merge_measurements(database.get_all_tuning_records())` lists each measured program once,
+# in the order of its first measurement, with all its times:
 
 # %% tags=["nbval-check-output"]
+records = ms.merge_measurements(database.get_all_tuning_records())
 print(f"{len(records)} programs measured")
 measured = sorted(tuple(r.trace[2]["decision"]) for r in records)
 print("their j tilings:", measured)
 
 # %% [markdown]
-# Their times (these vary from run to run), and the start of the database file: a line for
-# the function tuned (its workload, with its TVMScript), then one line per record.
+# Their times (the median of each program's measurements; they vary from run to run), and the
+# start of the database file in `work_dir`: a line for the function tuned (its workload, with
+# its TVMScript), then one line per record.
 
 # %%
 for record in sorted(records, key=lambda r: r.median_secs()):
     print(f"j split as {record.trace[2]['decision']}: {record.median_secs() * 1e3:.3f} ms")
-for line in (work_dir / "records.json").read_text().splitlines()[:2]:
+print(database.path.relative_to(work_dir))
+for line in database.path.read_text().splitlines()[:2]:
     print(line[:160], "...")
 
 # %% [markdown]
@@ -437,21 +442,20 @@ display(SVG(render(loop)))
 # hint_default_schedule=False)` leaves the hint out, to see what a search finds on its own.)
 
 # %%
-default_database = ms.JSONDatabase(None)  # in memory only
+# No work_dir: each database is kept in memory only.
 evolutionary = ms.tune_tir(
     MyModule,
     "llvm",
-    max_trials=12,
+    max_trials_global=12,
     num_trials_per_iter=6,
-    database=default_database,
     builder=builder,
     runner=runner,
     progress=False,
 )
-random_records = ms.tune_tir(
+random_search = ms.tune_tir(
     MyModule,
     "llvm",
-    max_trials=12,
+    max_trials_global=12,
     num_trials_per_iter=6,
     strategy="random",
     builder=builder,
@@ -460,12 +464,14 @@ random_records = ms.tune_tir(
 )
 
 # %% [markdown]
-# `ms.plot_tuning_curves` draws the best throughput found after each trial. (`ms.estimate_flops`
-# counts the float operations of one call: 2 × 128³.)
+# `ms.plot_tuning_curves` draws the best throughput found after each trial, each program at the
+# median of all its measurements. (`ms.estimate_flops` counts the float operations of one
+# call: 2 × 128³.)
 
 # %%
 flops = ms.estimate_flops(MyModule["main"])
-ms.plot_tuning_curves({"random": random_records, "evolutionary": evolutionary}, flops)
+runs = {"random": random_search, "evolutionary": evolutionary}
+ms.plot_tuning_curves({name: db.get_all_tuning_records() for name, db in runs.items()}, flops)
 plt.show()
 
 # %% [markdown]
@@ -482,7 +488,7 @@ plt.show()
 # parallel or serial outer loops the search chose:
 
 # %%
-sch_best = ms.compile_tir(default_database, MyModule, "llvm")
+sch_best = ms.compile_tir(evolutionary, MyModule, "llvm")
 sch_best.mod.show()
 best_gflops = flops / evaluate(sch_best.mod) / 1e9
 # numpy's own speed: the best of 5 rounds of 20 calls. Right after a parallel kernel, numba's
@@ -534,18 +540,19 @@ mlp = relax.transform.DeadCodeElimination()(relax.get_pipeline("zero")(mlp_modul
 print(list(ms.extract_tasks(mlp)))
 
 # %% [markdown]
-# `ms.tune_relax` runs `tune_tir` on every kernel into one database, and
-# `relax.transform.MetaScheduleApplyDatabase(database, target)` is a
-# [pass](glossary.md#pass) that replaces each kernel the database knows by its best schedule,
-# marking it scheduled; `relax.build` gives the kernels it does not know its default CPU
-# schedule. (The course does the same by hand for one kernel: `tune_tir` on it, `compile_tir`,
-# and `mod.update_func` to put the tuned PrimFunc back in the
+# `ms.tune_relax(mod, params, target, work_dir, max_trials_global, ...)` (TVM's
+# `ms.relax_integration.tune_relax`) runs `tune_tir` on every kernel into one database, and
+# `relax.transform.MetaScheduleApplyDatabase(database, target)` (or with the `work_dir` tuning
+# kept it in) is a [pass](glossary.md#pass) that replaces each kernel the database knows by its
+# best schedule, marking it scheduled; `relax.build` gives the kernels it does not know its
+# default CPU schedule. (The course does the same by hand for one kernel: `tune_tir` on it,
+# `compile_tir`, and `mod.update_func` to put the tuned PrimFunc back in the
 # [IRModule](glossary.md#irmodule).)
 
 # %%
 mlp_database = ms.tune_relax(
     mlp,
-    "llvm",
+    target="llvm",
     max_trials_per_task=12,
     num_trials_per_iter=12,
     builder=builder,
@@ -612,8 +619,8 @@ print(f"speedup: {best['default schedule'] / best['tuned']:.2f}x")
 #   trace records each draw as a decision. A stochastic schedule function describes a search
 #   space.
 # - `ms.tune_tir` draws programs, builds them in parallel and times them one at a time, records
-#   every result in a database, and never measures a program twice; `ms.compile_tir` replays the
-#   best trace. The default space tiles, parallelizes and vectorizes any reduction kernel.
+#   every result in a database (kept in `work_dir`, and returned), and never measures a program
+#   twice; `ms.compile_tir` replays the best trace. The default space tiles, parallelizes and vectorizes any reduction kernel.
 # - The evolutionary search mutates one decision at a time and measures what a cost model
 #   (features of the lowered loop nest, gradient-boosted trees) predicts to be fast, plus a few
 #   random samples.
@@ -636,7 +643,7 @@ print(f"speedup: {best['default schedule'] / best['tuned']:.2f}x")
 # loops with `sch.sample_perfect_tile`, splits both with the drawn factors, orders the loops
 # `(i_0, j_0, k, i_1, j_1)` and returns the schedule. The checker samples your function with
 # several seeds, as `tune_tir` would, reads the sampling steps in the traces, and runs the
-# programs against numpy. (Once it passes, `ms.tune_tir(TileMatmul, "llvm", max_trials=16,
+# programs against numpy. (Once it passes, `ms.tune_tir(TileMatmul, "llvm", max_trials_global=16,
 # space=stochastic_tile_ij)` would search your space.)
 
 # %%

@@ -9,9 +9,15 @@ candidates, learn which are fast, and keep the best.
   :mod:`.cost_model`, :mod:`.features`);
 * a **database** of tuning records in a JSON file (:mod:`.database`);
 * ``tune_tir`` / ``compile_tir`` for one kernel, ``tune_relax`` +
-  ``relax.transform.MetaScheduleApplyDatabase`` for a whole model.
+  ``relax.transform.MetaScheduleApplyDatabase`` for a whole model; ``tune_tir`` and
+  ``tune_relax`` return the database, kept in their ``work_dir`` when given one.
+
+TVM's module names work too, as the MLC course uses them: ``ms.tir_integration.compile_tir``,
+``ms.relax_integration.tune_relax``, ``ms.space_generator.ScheduleFn``,
+``ms.database.JSONDatabase``.
 """
 
+from . import database, relax_integration, space_generator, tir_integration
 from .cost_model import CostModel
 from .database import JSONDatabase, TuningRecord, merge_measurements, workload_hash
 from .features import extract_features
@@ -41,6 +47,7 @@ __all__ = [
     "TuningRecord",
     "best_so_far",
     "compile_tir",
+    "database",
     "default_space",
     "estimate_flops",
     "extract_features",
@@ -49,7 +56,10 @@ __all__ = [
     "merge_measurements",
     "mutate",
     "plot_tuning_curves",
+    "relax_integration",
+    "space_generator",
     "the_prim_func",
+    "tir_integration",
     "tune_relax",
     "tune_tir",
     "workload_hash",

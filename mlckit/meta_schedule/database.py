@@ -14,6 +14,9 @@ line being written):
   with the trace as :meth:`mlckit.tir.schedule.trace.Trace.as_json` writes it and ``run_secs``
   ``null`` for a candidate that failed. A program measured again gets another such line;
   the database counts all the repeats of a program together (:func:`merge_measurements`).
+
+A tuning *work_dir* (``ms.tune_tir(..., work_dir="./tune_tmp")``, as in TVM) keeps its database
+in the file ``DATABASE_FILE`` inside it: ``JSONDatabase(work_dir="./tune_tmp")`` opens it.
 """
 
 from __future__ import annotations
@@ -28,13 +31,18 @@ from typing import Any
 from mlckit.errors import MLCError
 from mlckit.ir.module import IRModule
 from mlckit.ir.structural import structural_hash
+from mlckit.relax.transform.meta_schedule import register_work_dir_database
 from mlckit.script import from_source
 from mlckit.target import Target
 from mlckit.tir.function import PrimFunc
 from mlckit.tir.schedule import Schedule
 from mlckit.tir.schedule.trace import Trace
 
-from .measure import median_secs, the_prim_func
+from .measure import TuneError, median_secs, the_prim_func
+
+# The database's file in a work_dir (TVM keeps two there, workloads and records; this one
+# file holds both).
+DATABASE_FILE = "database.json"
 
 
 def workload_hash(func_or_mod: PrimFunc | IRModule) -> str:
@@ -91,10 +99,28 @@ def merge_measurements(records: Sequence[TuningRecord]) -> list[TuningRecord]:
 
 
 class JSONDatabase:
-    """Tuning records in memory, and in the JSON-lines file ``path`` when one is given (read
-    when the database is opened, appended to by every commit)."""
+    """Tuning records in memory, and in the JSON-lines file ``path`` (or the work_dir's
+    ``DATABASE_FILE``) when one is given: read when the database is opened, appended to by
+    every commit."""
 
-    def __init__(self, path: str | os.PathLike[str] | None = None):
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        work_dir: str | os.PathLike[str] | None = None,
+    ):
+        if work_dir is not None:
+            if path is not None:
+                raise TuneError(
+                    f"JSONDatabase: give a file (path={str(path)!r}) or a folder "
+                    f"(work_dir={str(work_dir)!r}), not both"
+                )
+            if Path(work_dir).exists() and not Path(work_dir).is_dir():
+                raise TuneError(
+                    f"work_dir {str(work_dir)!r} is a file; a work_dir is the folder that "
+                    f"keeps the tuning database ({DATABASE_FILE}), made if missing"
+                )
+            path = Path(work_dir) / DATABASE_FILE
         self.path = None if path is None else Path(path)
         self._records: list[TuningRecord] = []
         self._workloads: dict[str, str] = {}
@@ -183,4 +209,24 @@ class JSONDatabase:
         return f"<JSONDatabase {where}: {len(self._workloads)} workloads, {len(self)} records>"
 
 
-__all__ = ["JSONDatabase", "TuningRecord", "merge_measurements", "workload_hash"]
+def database_in_work_dir(work_dir: str | os.PathLike[str]) -> JSONDatabase:
+    """The database that tuning kept in ``work_dir``; a TuneError when it holds none (a
+    mistyped folder would otherwise apply no schedule, silently)."""
+    if not (Path(work_dir) / DATABASE_FILE).is_file():
+        raise TuneError(
+            f"work_dir {str(work_dir)!r} holds no tuning database ({DATABASE_FILE}); tune "
+            "into it first (ms.tune_tir or ms.relax_integration.tune_relax with work_dir=...)"
+        )
+    return JSONDatabase(work_dir=work_dir)
+
+
+register_work_dir_database(database_in_work_dir)
+
+__all__ = [
+    "DATABASE_FILE",
+    "JSONDatabase",
+    "TuningRecord",
+    "database_in_work_dir",
+    "merge_measurements",
+    "workload_hash",
+]

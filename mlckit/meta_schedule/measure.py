@@ -16,7 +16,9 @@ failed with its reason; it never stops the search.
   the next candidate. Timing follows TVM's ``time_evaluator``: ``repeat`` results, each the
   mean of ``number`` runs (doubled until a repeat lasts ``min_repeat_ms``), on random inputs
   made once per workload from the buffers' shapes and dtypes. A candidate's time is the
-  median of its repeats (:func:`median_secs`).
+  median of its repeats (:func:`median_secs`). A CPU target's ``--num-cores=N`` is the number
+  of threads its parallel loops run on while they are timed (``"llvm --num-cores=1"``
+  measures single-threaded programs, as the MLC course does).
 * With ``reference=`` (the unscheduled PrimFunc), ``measure`` also checks each candidate's
   output once against the reference's, built for ``"llvm"``: a schedule that changes the
   result is a failure (``"run: wrong result ..."``).
@@ -53,12 +55,14 @@ happen on the remote hardware.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import multiprocessing
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numba
 import numpy as np
 
 from mlckit.driver import build
@@ -204,6 +208,24 @@ def _device_args(arrays: list[np.ndarray], target: str) -> tuple[list[Any], Call
     return [array(a, cuda()) for a in arrays], numba_cuda().synchronize
 
 
+@contextlib.contextmanager
+def _threads_of(target: str) -> Iterator[None]:
+    """Run parallel loops on the target's ``--num-cores`` threads meanwhile (numba's thread
+    count belongs to the calling thread, so a runner thread in the user's process changes
+    only its own, and gives it back). More cores than numba started threads with are as many
+    as it has."""
+    cores = Target(target).attrs.get("num-cores")
+    if cores is None:
+        yield
+        return
+    before = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(cores, numba.config.NUMBA_NUM_THREADS)))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
+
+
 def _as_host(args: list[Any]) -> list[np.ndarray]:
     return [a if isinstance(a, np.ndarray) else a.numpy() for a in args]
 
@@ -243,18 +265,19 @@ def _run_one(
     try:
         func = _load(source, target)
         args, sync = _device_args(inputs, target)
-        func(*args)
-        sync()
-        if expected is not None:
-            wrong = _first_mismatch(args_info, _as_host(args), expected)
-            if wrong is not None:
-                return None, wrong
-
-        def run(*call_args: Any) -> None:
-            func(*call_args)
+        with _threads_of(target):
+            func(*args)
             sync()
+            if expected is not None:
+                wrong = _first_mismatch(args_info, _as_host(args), expected)
+                if wrong is not None:
+                    return None, wrong
 
-        timing = time_function(run, number, repeat, min_repeat_ms)(*args)
+            def run(*call_args: Any) -> None:
+                func(*call_args)
+                sync()
+
+            timing = time_function(run, number, repeat, min_repeat_ms)(*args)
     except Exception as err:
         return None, f"run: {_describe(err)}"
     return list(timing.results), None

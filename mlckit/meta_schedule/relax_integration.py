@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import warnings
+from collections.abc import Mapping
 from typing import Any
 
 from mlckit.ir import IRModule
+from mlckit.relax.transform import BindParams
 from mlckit.target import Target
 from mlckit.tir import PrimFunc
 from mlckit.tir import expr as E
 
 from .database import JSONDatabase
-from .tune import tune_tir
+from .measure import TuneError
+from .tune import open_database, tune_tir
 
 
 def extract_tasks(mod: IRModule) -> dict[str, PrimFunc]:
@@ -36,16 +40,42 @@ def extract_tasks(mod: IRModule) -> dict[str, PrimFunc]:
 
 def tune_relax(
     mod: IRModule,
-    target: str | Target,
+    params: Mapping[str, Any] | None = None,
+    target: str | Target | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    max_trials_global: int | None = None,
     *,
-    max_trials_per_task: int,
+    max_trials_per_task: int | None = None,
     database: JSONDatabase | None = None,
     **options: Any,
 ) -> JSONDatabase:
-    """Tune every kernel of ``mod`` (``tune_tir`` options apply to each) and return the
-    database; ``relax.transform.MetaScheduleApplyDatabase(database, target)`` then puts the
-    best schedules into the module before ``relax.build``."""
-    database = database if database is not None else JSONDatabase(None)
-    for func in extract_tasks(mod).values():
-        tune_tir(func, target, max_trials=max_trials_per_task, database=database, **options)
+    """Tune every kernel of ``mod`` (TVM's signature; ``tune_tir`` options apply to each) and
+    return the database; ``relax.transform.MetaScheduleApplyDatabase(database or work_dir,
+    target)`` then puts the best schedules into the module before ``relax.build``.
+
+    ``params`` (name -> array) are bound to ``main``'s parameters first, as
+    ``relax.transform.BindParams`` does. ``work_dir`` keeps the database (or pass
+    ``database``). Each kernel gets ``max_trials_per_task`` trials, and all of them together
+    at most ``max_trials_global``, shared evenly; give either or both."""
+    if isinstance(params, (str, Target)):
+        raise TuneError(
+            f"tune_relax(mod, params, target, ...): the second argument is the parameters (a "
+            f"dict of name -> array, or None), not the target {str(params)!r}; pass "
+            "target=... by name"
+        )
+    if target is None:
+        raise TuneError("tune_relax needs a target, such as target='llvm'")
+    if max_trials_global is None and max_trials_per_task is None:
+        raise TuneError("tune_relax needs max_trials_global or max_trials_per_task")
+    database = open_database(work_dir, database)
+    if params:
+        mod = BindParams("main", dict(params))(mod)
+    tasks = extract_tasks(mod)
+    per_task = [max_trials_per_task or max_trials_global or 0] * len(tasks)
+    if max_trials_global is not None and tasks:
+        share, extra = divmod(max_trials_global, len(tasks))
+        per_task = [min(p, share + (i < extra)) for i, p in enumerate(per_task)]
+    for func, trials in zip(tasks.values(), per_task):
+        if trials > 0:
+            tune_tir(func, target, max_trials_global=trials, database=database, **options)
     return database

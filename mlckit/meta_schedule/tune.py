@@ -1,21 +1,25 @@
 """``tune_tir``: search a PrimFunc's schedules, measuring candidates; ``compile_tir``: apply the
 best one found.
 
-    records = ms.tune_tir(mod, "llvm", max_trials=64, database=db)   # a tqdm bar shows progress
-    sch = ms.compile_tir(db, mod, "llvm")                            # the fastest program
+    database = ms.tune_tir(mod, "llvm", work_dir="./tune_tmp", max_trials_global=64)
+    sch = ms.compile_tir(database, mod, "llvm")    # the fastest program
     lib = mlckit.build(sch.mod, "llvm")
 
-Each iteration asks the strategy for ``num_trials_per_iter`` new programs, builds them in
-parallel, times them one at a time, stores every result in the database (failures too, so a
-broken candidate is skipped, never retried), and tells the strategy, whose cost model learns
-from it. Records already in the database for this function and target are loaded first: a
-second run resumes where the first stopped instead of measuring the same programs again. At the
-end, the few fastest programs are measured again, side by side, before one is called the best.
+As in TVM, ``tune_tir`` returns the tuning database: the one kept in ``work_dir`` (made if
+missing), the ``database`` given, or a new one in memory. Each iteration asks the strategy for
+``num_trials_per_iter`` new programs, builds them in parallel, times them one at a time,
+stores every result in the database (failures too, so a broken candidate is skipped, never
+retried), and tells the strategy, whose cost model learns from it. Records already in the
+database for this function and target are loaded first: a second run on the same work_dir
+resumes where the first stopped instead of measuring the same programs again. At the end, the
+few fastest programs are measured again, side by side, before one is called the best. A tqdm
+bar shows the progress.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -86,11 +90,33 @@ def _space(space: Any, target: Target) -> SearchSpace:
     )
 
 
+def open_database(
+    work_dir: str | os.PathLike[str] | None, database: JSONDatabase | None
+) -> JSONDatabase:
+    """The database a tuning run keeps its records in: the one in ``work_dir`` (TVM's form),
+    the ``database`` given, or a new one in memory."""
+    if database is None:
+        return JSONDatabase(None) if work_dir is None else JSONDatabase(work_dir=work_dir)
+    if work_dir is not None:
+        raise TuneError(
+            f"give work_dir={str(work_dir)!r} (tuning keeps its database there) or "
+            "database=..., not both"
+        )
+    if not isinstance(database, JSONDatabase):
+        raise TuneError(
+            f"database must be an ms.JSONDatabase, not {database!r}; to keep the records in a "
+            "folder, pass work_dir=..."
+        )
+    return database
+
+
 def tune_tir(
     mod: IRModule | PrimFunc,
     target: str | Target,
+    work_dir: str | os.PathLike[str] | None = None,
+    max_trials_global: int | None = None,
     *,
-    max_trials: int,
+    max_trials: int | None = None,
     num_trials_per_iter: int = 16,
     strategy: str = "evolutionary",
     space: SearchSpace | Callable[[Schedule], Any] | None = None,
@@ -100,27 +126,40 @@ def tune_tir(
     runner: Runner | None = None,
     progress: bool = True,
     remeasure_top_k: int = 4,
-) -> list[TuningRecord]:
-    """Tune one PrimFunc for ``target`` with at most ``max_trials`` measurements.
+    task_name: str | None = None,
+) -> JSONDatabase:
+    """Tune one PrimFunc for ``target`` with at most ``max_trials_global`` measurements (or
+    ``max_trials``, its short form), and return the database that holds them.
 
-    ``strategy``: ``"evolutionary"`` (a cost model guides mutations of trace decisions) or
-    ``"random"``. ``space``: a schedule function that samples (``sch.sample_perfect_tile``
-    ...), a :class:`SearchSpace`, or None for the default space of the target. Returns the
-    records of the programs measured by this run, in the order they were measured; every one
-    is also committed to ``database``.
+    ``work_dir``: the folder that keeps the database (see :func:`open_database`); or pass
+    ``database``. ``strategy``: ``"evolutionary"`` (a cost model guides mutations of trace
+    decisions) or ``"random"``. ``space``: a schedule function that samples
+    (``sch.sample_perfect_tile`` ...), a :class:`SearchSpace` (``ms.space_generator.ScheduleFn
+    (fn)``), or None for the default space of the target. ``task_name`` names the function in
+    the progress bar. The trials of this run are the database's newest programs
+    (``ms.merge_measurements(database.get_all_tuning_records())`` lists every program once, in
+    the order they were first measured).
 
     When the trials are done, the ``remeasure_top_k`` fastest programs of the database are
     measured ``REMEASURE_ROUNDS`` more times, in turn, and the database ranks each with all
     its repeats (again, until the ``remeasure_top_k`` fastest are all programs measured
     again). A trial is one short measurement on a shared machine, and the fastest of many
     noisy measurements is often one that was lucky; measured again, beside its rivals, it
-    shows what it is worth. These measurements are not trials (nor in the returned records).
+    shows what it is worth. These measurements are not trials.
     """
     func = the_prim_func(mod)
     target = Target(target)
-    if max_trials < 1 or num_trials_per_iter < 1:
-        raise TuneError("max_trials and num_trials_per_iter must be at least 1")
-    database = database if database is not None else JSONDatabase(None)
+    if max_trials is not None and max_trials_global not in (None, max_trials):
+        raise TuneError(
+            f"max_trials is the short form of max_trials_global: give one of them, not "
+            f"max_trials_global={max_trials_global} and max_trials={max_trials}"
+        )
+    trials = max_trials_global if max_trials is None else max_trials
+    if trials is None:
+        raise TuneError("tune_tir needs max_trials_global (or max_trials): how many to measure")
+    if trials < 1 or num_trials_per_iter < 1:
+        raise TuneError("max_trials_global and num_trials_per_iter must be at least 1")
+    database = open_database(work_dir, database)
     chosen_space = _space(space, target)
     if strategy == "evolutionary":
         search: RandomSearch = EvolutionarySearch(chosen_space, func, seed)
@@ -140,11 +179,12 @@ def tune_tir(
     runner = runner if runner is not None else Runner()
     flops = estimate_flops(func)
     best = min((r.median_secs() for r in earlier), default=math.inf)
-    records: list[TuningRecord] = []
-    bar = _progress_bar(max_trials, func, progress)
+    measured = 0
+    name = task_name or func.attrs.get("global_symbol", "main")
+    bar = _progress_bar(trials, name, progress)
     try:
-        while len(records) < max_trials:
-            batch = search.next_batch(min(num_trials_per_iter, max_trials - len(records)))
+        while measured < trials:
+            batch = search.next_batch(min(num_trials_per_iter, trials - measured))
             if not batch:
                 break  # the space has no program left that was not measured
             # Every candidate's output is checked against the unscheduled function's.
@@ -154,8 +194,8 @@ def tune_tir(
             for sch, result in zip(batch, results):
                 record = TuningRecord(sch.trace.as_json(), result.run_secs, whash, str(target))
                 database.commit_tuning_record(record)
-                records.append(record)
                 best = min(best, record.median_secs())
+            measured += len(batch)
             search.notify(batch, results)
             if bar is not None:
                 bar.update(len(batch))
@@ -165,7 +205,7 @@ def tune_tir(
     finally:
         if bar is not None:
             bar.close()
-    return records
+    return database
 
 
 def _remeasure(
@@ -199,12 +239,11 @@ def _remeasure(
                     database.commit_tuning_record(again)
 
 
-def _progress_bar(total: int, func: PrimFunc, enabled: bool) -> Any:
+def _progress_bar(total: int, name: str, enabled: bool) -> Any:
     if not enabled:
         return None
     from tqdm.auto import tqdm
 
-    name = func.attrs.get("global_symbol", "main")
     return tqdm(total=total, desc=f"tuning {name}", unit="trial")
 
 
@@ -221,22 +260,25 @@ def compile_tir(database: JSONDatabase, mod: IRModule | PrimFunc, target: str | 
     if sch is None:
         raise TuneError(
             f"the database has no successful record of this function for {Target(target)}; "
-            "tune it first with tune_tir(mod, target, max_trials=..., database=database)"
+            "tune it first with tune_tir(mod, target, work_dir=..., max_trials_global=...)"
         )
     return sch
 
 
 def best_so_far(records: Sequence[TuningRecord], flops: float) -> list[float]:
-    """The best GFLOP/s after each trial (0 until a trial succeeds)."""
+    """The best GFLOP/s after each trial (0 until a trial succeeds): each program once, in the
+    order it was first measured, at the median of all its measurements (a program measured
+    again counts as what it is worth, not as its luckiest trial)."""
     curve, best = [], math.inf
-    for record in records:
+    for record in merge_measurements(records):
         best = min(best, record.median_secs())
         curve.append(flops / best / 1e9 if math.isfinite(best) else 0.0)
     return curve
 
 
 def plot_tuning_curves(runs: Mapping[str, Sequence[TuningRecord]], flops: float, ax: Any = None):
-    """Best GFLOP/s so far against trials, one line per run (``{"random": records, ...}``)."""
+    """Best GFLOP/s so far against trials, one line per run (``{"random": records, ...}``, a
+    run's records as ``database.get_all_tuning_records()`` gives them)."""
     import matplotlib.pyplot as plt
 
     if ax is None:

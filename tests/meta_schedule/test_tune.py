@@ -1,5 +1,6 @@
 """tune_tir / compile_tir / tune_relax: the search loop, its records, resuming, and applying the
-best schedule (small sizes and few trials: what is checked is behaviour, not speed)."""
+best schedule (small sizes and few trials: what is checked is behaviour, not speed). The course's
+spellings (work_dir, max_trials_global, ...) are in test_course_api.py."""
 
 from __future__ import annotations
 
@@ -46,13 +47,16 @@ def measuring():
         yield ms.Builder(pool), ms.Runner(pool, number=1, repeat=1, min_repeat_ms=0)
 
 
-def tune(space, measuring, **options):
+def tune(space, measuring, **options) -> list[ms.TuningRecord]:
+    """The programs measured by a tuning run into an empty or given database (once each, in the
+    order they were first measured, with all their repeats)."""
     builder, runner = measuring
     options.setdefault("max_trials", 4)
     options.setdefault("num_trials_per_iter", 2)
-    return ms.tune_tir(
+    database = ms.tune_tir(
         matmul(), "llvm", space=space, builder=builder, runner=runner, progress=False, **options
     )
+    return ms.merge_measurements(database.get_all_tuning_records())
 
 
 @pytest.mark.parametrize("strategy", ["random", "evolutionary"])
@@ -74,10 +78,10 @@ def test_each_trial_is_a_distinct_measured_program(measuring, strategy):
 
 def test_the_fastest_programs_are_measured_again_and_ranked_with_all_their_repeats(measuring):
     db = ms.JSONDatabase(None)
-    records = tune(split_j, measuring, database=db, max_trials=5, remeasure_top_k=2)
-    again = db.get_all_tuning_records()[len(records) :]
+    tune(split_j, measuring, database=db, max_trials=5, remeasure_top_k=2)
+    trials, again = db.get_all_tuning_records()[:5], db.get_all_tuning_records()[5:]
     first_pass = again[: 2 * ms.tune.REMEASURE_ROUNDS]
-    first_two = [r.trace for r in sorted(records, key=lambda r: r.median_secs())[:2]]
+    first_two = [r.trace for r in sorted(trials, key=lambda r: r.median_secs())[:2]]
     assert len(first_pass) == 2 * ms.tune.REMEASURE_ROUNDS
     assert all(r.trace in first_two for r in first_pass)
     # Whatever leads in the end was measured again, never ranked by one measurement alone.
@@ -110,7 +114,7 @@ class ScriptedRunner(ms.Runner):
 def test_programs_that_lead_after_the_fastest_were_measured_again_are_measured_again(measuring):
     builder, _ = measuring
     db = ms.JSONDatabase(None)
-    records = ms.tune_tir(
+    ms.tune_tir(
         matmul(),
         "llvm",
         space=split_j,
@@ -125,7 +129,7 @@ def test_programs_that_lead_after_the_fastest_were_measured_again_are_measured_a
     # Programs 1 and 2 measured again (medians 10 s), then 3 and 4, which now lead.
     rounds = ms.tune.REMEASURE_ROUNDS
     assert len(db) == 5 + 2 * rounds + 2 * rounds
-    third_and_fourth = [r.trace for r in records[2:4]]
+    third_and_fourth = [r.trace for r in db.get_all_tuning_records()[2:4]]
     leaders = db.get_top_k(matmul(), "llvm", 2)
     assert [r.trace for r in leaders] == third_and_fourth
     assert all(r.run_secs == [3.0 + n] + [3.5] * rounds for n, r in enumerate(leaders))
@@ -158,14 +162,12 @@ def test_compile_tir_gives_the_fastest_record_and_a_second_run_resumes(measuring
     path = tmp_path / "records.json"
     first = tune(split_j, measuring, database=ms.JSONDatabase(path), max_trials=3)
     reopened = ms.JSONDatabase(path)
-    second = tune(split_j, measuring, database=reopened, max_trials=3)
+    measured = tune(split_j, measuring, database=reopened, max_trials=3)
     # The second run measured only programs the first did not.
-    seen = {str(r.trace) for r in first}
-    assert not any(str(r.trace) in seen for r in second)
+    assert [str(r.trace) for r in measured[:3]] == [str(r.trace) for r in first]
+    assert len({str(r.trace) for r in measured}) == len(measured) == 5
     # The fastest program counting all its repeats: the trials and the re-measurements of both
     # runs (a program lucky in its one trial may not be it).
-    measured = ms.merge_measurements(reopened.get_all_tuning_records())
-    assert {str(r.trace) for r in measured} == {str(r.trace) for r in first + second}
     best = min(measured, key=lambda r: r.median_secs())
     sch = ms.compile_tir(reopened, matmul(), "llvm")
     expected = tir.Schedule(matmul())
@@ -221,7 +223,7 @@ def test_tune_relax_and_apply_the_database(measuring):
         bb.emit_func_output(out)
     mod = relax.transform.LegalizeOps()(bb.get())
     db = ms.tune_relax(
-        mod, "llvm", max_trials_per_task=2, builder=builder, runner=runner, progress=False
+        mod, target="llvm", max_trials_per_task=2, builder=builder, runner=runner, progress=False
     )
     tuned = relax.transform.MetaScheduleApplyDatabase(db, "llvm")(mod)
     kernels = [f for f in tuned.functions.values() if isinstance(f, tir.PrimFunc)]
