@@ -122,7 +122,7 @@ class CudaCodegen(PythonCodegen):
             raise BuildError(_unbound_message(self.name, node))
 
     def device_allocate(self, buffer: Buffer) -> None:
-        if buffer.scope not in ("global", ""):
+        if buffer.scope.split(".")[0] not in ("global", ""):  # global.<tag> is global too
             raise BuildError(
                 f"{self.name}: the {buffer.scope} buffer {buffer.name!r} is allocated outside "
                 "every thread-bound loop: some block that writes or reads it is not under the "

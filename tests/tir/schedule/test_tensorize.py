@@ -390,3 +390,31 @@ def test_a_malformed_scope_lists_the_valid_forms(scope: str):
     sch, _ = tiled()
     with pytest.raises(ScheduleError, match=r"unknown storage scope .*global\.<tag>"):
         sch.cache_write("matmul", 0, storage_scope=scope)
+
+
+@T.prim_func
+def scale_twice(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+    B = T.alloc_buffer((64,), "float32")
+    for i in range(64):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(64):
+        with T.block("C"):
+            vi = T.axis.remap("S", [i])
+            C[vi] = B[vi] * T.float32(3)
+
+
+def test_the_gpu_allocates_a_tagged_global_buffer_as_global_memory():
+    sch = tir.Schedule(scale_twice)
+    sch.set_scope("B", 0, "global.stage")
+    for block in ("B", "C"):
+        bx, tx = sch.split(sch.get_loops(block)[0], [None, 32])
+        sch.bind(bx, "blockIdx.x")
+        sch.bind(tx, "threadIdx.x")
+    lib = mlckit.build(sch.mod, "cuda")
+    a = np.arange(64, dtype="float32")
+    dev = mlckit.cuda()
+    c = mlckit.nd.empty((64,), "float32", device=dev)
+    lib["main"](mlckit.nd.array(a, device=dev), c)
+    np.testing.assert_allclose(c.numpy(), a * 6)
