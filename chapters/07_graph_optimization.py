@@ -229,7 +229,8 @@ MLPModel.show()
 # (The course's older Relax wrote the input as
 # `relax.Var("x", (1, 784), relax.DynTensorType(2, "float32"))`; today a variable carries
 # its shape and dtype in one [struct info](glossary.md#struct-info),
-# `relax.TensorStructInfo((1, 784), "float32")`. mlckit's error for the old spelling says so.
+# `relax.TensorStructInfo((1, 784), "float32")`. mlckit runs the old spelling too, with a
+# warning that names the new one.
 # The `metadata[...]` entries are the weight constants, left out of the printout.)
 #
 # As a graph, the MLP is a chain of five operator calls:
