@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
 from collections.abc import Mapping
@@ -14,7 +15,7 @@ from mlckit.tir import PrimFunc
 from mlckit.tir import expr as E
 
 from .database import JSONDatabase
-from .measure import TuneError
+from .measure import Builder, Runner, TuneError
 from .tune import open_database, tune_tir
 
 
@@ -75,7 +76,13 @@ def tune_relax(
     if max_trials_global is not None and tasks:
         share, extra = divmod(max_trials_global, len(tasks))
         per_task = [min(p, share + (i < extra)) for i, p in enumerate(per_task)]
-    for func, trials in zip(tasks.values(), per_task):
-        if trials > 0:
-            tune_tir(func, target, max_trials_global=trials, database=database, **options)
+    with contextlib.ExitStack() as cleanup:
+        # One builder and one runner for every kernel: worker processes start once.
+        if options.get("builder") is None:
+            options["builder"] = cleanup.enter_context(Builder())
+        if options.get("runner") is None:
+            options["runner"] = cleanup.enter_context(Runner())
+        for func, trials in zip(tasks.values(), per_task):
+            if trials > 0:
+                tune_tir(func, target, max_trials_global=trials, database=database, **options)
     return database

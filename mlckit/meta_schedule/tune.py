@@ -18,6 +18,7 @@ bar shows the progress.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -175,14 +176,19 @@ def tune_tir(
     ]
     search.resume(earlier, [_replay(r, func) for r in earlier])
 
-    builder = builder if builder is not None else Builder()
-    runner = runner if runner is not None else Runner()
     flops = estimate_flops(func)
     best = min((r.median_secs() for r in earlier), default=math.inf)
     measured = 0
     name = task_name or func.attrs.get("global_symbol", "main")
-    bar = _progress_bar(trials, name, progress)
-    try:
+    with contextlib.ExitStack() as cleanup:
+        # Worker pools made here stop here; a builder or runner given is the caller's.
+        if builder is None:
+            builder = cleanup.enter_context(Builder())
+        if runner is None:
+            runner = cleanup.enter_context(Runner())
+        bar = _progress_bar(trials, name, progress)
+        if bar is not None:
+            cleanup.callback(bar.close)
         while measured < trials:
             batch = search.next_batch(min(num_trials_per_iter, trials - measured))
             if not batch:
@@ -202,9 +208,6 @@ def tune_tir(
                 if math.isfinite(best):
                     bar.set_postfix_str(f"best {flops / best / 1e9:.1f} GFLOP/s")
         _remeasure(database, func, target, whash, remeasure_top_k, runner)
-    finally:
-        if bar is not None:
-            bar.close()
     return database
 
 
