@@ -69,7 +69,7 @@ from mlckit.driver import build
 from mlckit.errors import MLCError
 from mlckit.ir.module import IRModule
 from mlckit.ir.structural import structural_hash
-from mlckit.runtime.gpu import numba_cuda
+from mlckit.runtime.gpu import numba_cuda, simulated
 from mlckit.runtime.module import time_function
 from mlckit.runtime.ndarray import aligned_copy, array, cuda
 from mlckit.script import from_source
@@ -439,6 +439,9 @@ class Runner(_UsesExecutor):
         reference: PrimFunc | IRModule | None = None,
     ) -> list[MeasureResult]:
         target_text = str(Target(target))
+        number, repeat, min_repeat_ms = self.number, self.repeat, self.min_repeat_ms
+        if timed_in_simulator(target):
+            number, repeat, min_repeat_ms = 1, 1, 0  # one run checks the candidate
         args_info = list(args_info)
         inputs = self.inputs(args_info)
         expected = None if reference is None else self.expected_outputs(reference, args_info)
@@ -454,9 +457,9 @@ class Runner(_UsesExecutor):
                 args_info,
                 inputs,
                 expected,
-                self.number,
-                self.repeat,
-                self.min_repeat_ms,
+                number,
+                repeat,
+                min_repeat_ms,
             )
             try:
                 run_secs, error = future.result(timeout=self.timeout_s)
@@ -468,6 +471,13 @@ class Runner(_UsesExecutor):
                 run_secs, error = None, f"run: the worker failed: {_describe(err)}"
             results.append(MeasureResult(run_secs, error))
         return results
+
+
+def timed_in_simulator(target: Any) -> bool:
+    """Whether ``target``'s kernels run in numba's CUDA simulator, where a timing measures
+    Python threads standing in for GPU threads and says nothing about a schedule's speed: each
+    candidate then runs once, to check its output, and nothing is measured again."""
+    return Target(target).is_gpu and simulated()
 
 
 def measure(
@@ -502,4 +512,5 @@ __all__ = [
     "measure",
     "median_secs",
     "random_inputs",
+    "timed_in_simulator",
 ]

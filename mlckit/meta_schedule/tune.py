@@ -41,6 +41,7 @@ from .measure import (
     args_info_of,
     measure,
     the_prim_func,
+    timed_in_simulator,
 )
 from .search import EvolutionarySearch, RandomSearch
 from .space import ScheduleFnSpace, SearchSpace, default_space
@@ -224,6 +225,8 @@ def _remeasure(
     program measured again may turn out slower than one measured once that it beat; then the
     new leaders are measured again, until every one of the ``top_k`` has been: the best is
     never a single lucky measurement ranked above the medians of its rivals."""
+    if timed_in_simulator(target):
+        return
     measured_again: set[str] = set()
     args_info = args_info_of(func)
     while top_k > 0:

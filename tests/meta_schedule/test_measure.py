@@ -144,3 +144,24 @@ def test_candidates_are_timed_on_arrays_aligned_to_a_cache_line():
     assert [a.ctypes.data % ALIGNMENT for a in args] == [0, 0]
     for arg, array in zip(args, arrays):
         np.testing.assert_array_equal(arg, array)
+
+
+@pytest.mark.filterwarnings("ignore:no NVIDIA GPU found")
+def test_in_the_cuda_simulator_a_candidate_runs_once_to_be_checked(builder):
+    from mlckit.runtime.gpu import simulated
+
+    if not simulated():
+        pytest.skip("a GPU is present: candidates are timed on it")
+    with Runner(number=3, repeat=3, min_repeat_ms=20) as cuda_runner:
+        (result,) = measure(
+            [thread_bound_matmul()], "cuda", builder, cuda_runner, reference=matmul()
+        )
+        assert result.error is None and len(result.run_secs) == 1
+        (wrong,) = measure(
+            [thread_bound_matmul()],
+            "cuda",
+            builder,
+            cuda_runner,
+            reference=matmul(transpose_b=True),
+        )
+    assert wrong.error is not None
