@@ -288,10 +288,9 @@ def check_reduced_once(kind: str, realize: S.BlockRealize, loops: Sequence[S.For
     loop is harmless. An init moved out of those loops runs once: an instance that runs
     again would add its term twice.
     """
-    once = _enumerated_once(realize, loops)
-    if once is None:
-        once = _affine_injective(realize.iter_values, loops)
-    if not once:
+    # The affine proof is cheap and covers the usual nests (a predicate only drops
+    # iterations); running through up to a million iterations settles the rest.
+    if not _affine_injective(realize.iter_values, loops) and not _enumerated_once(realize, loops):
         raise ScheduleError(
             f"{kind}: block {realize.block.name_hint!r} may compute an instance more than once "
             "under the loops its init would leave (it is recomputed there, e.g. under a "
