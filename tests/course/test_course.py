@@ -16,9 +16,11 @@ import io
 import linecache
 import re
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 import pytest
 
 from mlckit.errors import BuildError
@@ -32,6 +34,44 @@ CELL_MARK = re.compile(r"^# %% \[cell (\d+)\]\n", re.M)
 EXPECTED_ERRORS: dict[tuple[str, int], tuple[type[Exception], str]] = {
     # The course builds the same schedule for OpenCL "to show the code for other GPUs".
     ("ch07_gpu_part1", 13): (BuildError, "unknown target 'opencl'"),
+}
+
+
+def every_model_predicts_as_numpy(namespace: dict, printed: str) -> None:
+    """The notebook builds the course's MLP one or more ways (low-level numpy, call_tir,
+    externs, tuned kernels, ...) and prints each one's prediction for the image ``img``: each
+    must be the class the weights ``mlp_params`` give in numpy."""
+    params = namespace["mlp_params"]
+    x = np.asarray(namespace["img"]).reshape(1, 784)
+    logits = np.maximum(x @ params["w0"].T + params["b0"], 0) @ params["w1"].T + params["b1"]
+    expected = namespace["class_names"][int(logits.argmax())]
+    predictions = re.findall(r"^(.*) Prediction: (.*)$", printed, re.M)
+    assert predictions, printed
+    assert all(label == expected for _, label in predictions), (expected, predictions)
+
+
+def the_product_is_right(a: str, b: str, c: str):
+    """``c`` holds ``a @ b`` after the notebook's last kernel ran (the course prints only
+    its speed)."""
+
+    def check(namespace: dict, printed: str) -> None:
+        def host(name):
+            value = namespace[name]
+            return value.numpy() if hasattr(value, "numpy") else value
+
+        np.testing.assert_allclose(host(c), host(a) @ host(b), rtol=1e-4, atol=1e-4)
+
+    return check
+
+
+# What a notebook computes, checked after its cells ran, where the course only prints it.
+RESULTS: dict[str, Callable[[dict, str], None]] = {
+    "ch02_tensor_program_abstraction": the_product_is_right("a", "b", "c"),
+    "ch04_end_to_end": every_model_predicts_as_numpy,
+    "ch05_automatic_optimization": every_model_predicts_as_numpy,
+    "ch06_integration": every_model_predicts_as_numpy,
+    "ch07_gpu_part1": the_product_is_right("A_np", "B_np", "C_nd"),
+    "ch09_graph_optimization": every_model_predicts_as_numpy,
 }
 
 
@@ -64,11 +104,12 @@ def test_course_notebook_runs(notebook: str, scratch_dir: Path) -> None:
 
     namespace: dict = {"__name__": "__main__", "mlckit": mlckit}
     compiler = codeop.Compile()
+    printed = io.StringIO()
     try:
         for number, source in cells(NOTEBOOKS / f"{notebook}.py"):
             filename = f"<{notebook} cell {number}>"
             expected = EXPECTED_ERRORS.get((notebook, number))
-            with contextlib.redirect_stdout(io.StringIO()):
+            with contextlib.redirect_stdout(printed):
                 if expected is not None:
                     error, words = expected
                     with pytest.raises(error, match=re.escape(words)):
@@ -84,11 +125,14 @@ def test_course_notebook_runs(notebook: str, scratch_dir: Path) -> None:
                     )
     finally:
         plt.close("all")
+    if notebook in RESULTS:
+        RESULTS[notebook](namespace, printed.getvalue())
 
 
-def test_every_expected_error_names_a_cell() -> None:
+def test_every_expected_error_and_check_names_a_notebook_cell() -> None:
     for notebook, number in EXPECTED_ERRORS:
         assert number in dict(cells(NOTEBOOKS / f"{notebook}.py")), (notebook, number)
+    assert all((NOTEBOOKS / f"{notebook}.py").is_file() for notebook in RESULTS)
 
 
 def test_only_marked_edits_touch_tvm_or_the_network() -> None:
