@@ -14,6 +14,7 @@ import codeop
 import contextlib
 import io
 import linecache
+import os
 import re
 import traceback
 from collections.abc import Callable
@@ -75,8 +76,17 @@ RESULTS: dict[str, Callable[[dict, str], None]] = {
 }
 
 
-def cells(path: Path) -> list[tuple[int, str]]:
-    parts = CELL_MARK.split(path.read_text(encoding="utf-8"))
+# With MLCKIT_COURSE_SIZES=1 the notebooks run at the course's own sizes: each line marked
+# "# [size] <the course's line>" is put back as the course wrote it (for a machine with a GPU).
+COURSE_SIZES = os.environ.get("MLCKIT_COURSE_SIZES") == "1"
+SIZE_MARK = re.compile(r"^(?P<indent>\s*)(?P<code>.*?)  # \[size\] (?P<course>.*)$", re.M)
+
+
+def cells(path: Path, course_sizes: bool = False) -> list[tuple[int, str]]:
+    text = path.read_text(encoding="utf-8")
+    if course_sizes:
+        text = SIZE_MARK.sub(lambda m: m["indent"] + m["course"], text)
+    parts = CELL_MARK.split(text)
     return [(int(parts[i]), parts[i + 1]) for i in range(1, len(parts), 2)]
 
 
@@ -106,7 +116,7 @@ def test_course_notebook_runs(notebook: str, scratch_dir: Path) -> None:
     compiler = codeop.Compile()
     printed = io.StringIO()
     try:
-        for number, source in cells(NOTEBOOKS / f"{notebook}.py"):
+        for number, source in cells(NOTEBOOKS / f"{notebook}.py", COURSE_SIZES):
             filename = f"<{notebook} cell {number}>"
             expected = EXPECTED_ERRORS.get((notebook, number))
             with contextlib.redirect_stdout(printed):
@@ -133,6 +143,15 @@ def test_every_expected_error_and_check_names_a_notebook_cell() -> None:
     for notebook, number in EXPECTED_ERRORS:
         assert number in dict(cells(NOTEBOOKS / f"{notebook}.py")), (notebook, number)
     assert all((NOTEBOOKS / f"{notebook}.py").is_file() for notebook in RESULTS)
+
+
+def test_each_size_edit_keeps_the_course_line_it_replaces() -> None:
+    for path in NOTEBOOKS.glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert text.count("# [size]") == len(SIZE_MARK.findall(text)), path.name
+        restored = "".join(source for _, source in cells(path, course_sizes=True))
+        assert "[size]" not in restored
+        ast.parse(restored, path.name)
 
 
 def test_only_marked_edits_touch_tvm_or_the_network() -> None:

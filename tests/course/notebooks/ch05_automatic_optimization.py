@@ -164,8 +164,8 @@ from mlckit import meta_schedule as ms
 database = ms.tune_tir(
     mod=MyModule,
     target="llvm --num-cores=1",
-    max_trials_global=16,  # [size] the course: 64 (a minute of numba compiles each on two cores)
-    num_trials_per_iter=16,  # [size]
+    max_trials_global=16,  # [size] max_trials_global=64,
+    num_trials_per_iter=16,  # [size] num_trials_per_iter=64,
     space=ms.space_generator.ScheduleFn(stochastic_schedule_mm),
     work_dir="./tune_tmp",
 )
@@ -186,8 +186,8 @@ print("Time cost of MyModule after tuning: %.3f ms" % (f_timer_after(a_nd, b_nd,
 database = ms.tune_tir(
     mod=MyModule,
     target="llvm --num-cores=1",
-    max_trials_global=16,  # [size] the course: 64 (a minute of numba compiles each on two cores)
-    num_trials_per_iter=16,  # [size]
+    max_trials_global=16,  # [size] max_trials_global=64,
+    num_trials_per_iter=16,  # [size] num_trials_per_iter=64,
     work_dir="./tune_tmp",
 )
 
@@ -317,8 +317,8 @@ mod_linear.show()
 sch_tuned_database = ms.tune_tir(
     mod=mod_linear,
     target="llvm --num-cores=1",
-    max_trials_global=16,  # [size] the course: 64 (a minute of numba compiles each on two cores)
-    num_trials_per_iter=16,  # [size]
+    max_trials_global=16,  # [size] max_trials_global=64,
+    num_trials_per_iter=16,  # [size] num_trials_per_iter=64,
     work_dir="./tune_tmp",
 )
 

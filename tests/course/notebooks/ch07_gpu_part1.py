@@ -101,11 +101,11 @@ print(rt_mod.imported_modules[0].get_source())
 @tvm.script.ir_module
 class MyModuleMatmul:
     @T.prim_func
-    def main(A: T.Buffer[(64, 64), "float32"],  # [size] the course: 1024 (each GPU thread is a Python thread in numba's CUDA simulator)
-             B: T.Buffer[(64, 64), "float32"],  # [size]
-             C: T.Buffer[(64, 64), "float32"]) -> None:  # [size]
+    def main(A: T.Buffer[(64, 64), "float32"],  # [size] def main(A: T.Buffer[(1024, 1024), "float32"],
+             B: T.Buffer[(64, 64), "float32"],  # [size] B: T.Buffer[(1024, 1024), "float32"],
+             C: T.Buffer[(64, 64), "float32"]) -> None:  # [size] C: T.Buffer[(1024, 1024), "float32"]) -> None:
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
-        for i, j, k in T.grid(64, 64, 64):  # [size]
+        for i, j, k in T.grid(64, 64, 64):  # [size] for i, j, k in T.grid(1024, 1024, 1024):
             with T.block("C"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                 with T.init():
@@ -147,13 +147,13 @@ sch.mod.show()
 # %% [cell 16]
 rt_mod = tvm.build(sch.mod, target="cuda")
 dev = tvm.cuda(0)
-A_np = np.random.uniform(size=(64, 64)).astype("float32")  # [size]
-B_np = np.random.uniform(size=(64, 64)).astype("float32")  # [size]
+A_np = np.random.uniform(size=(64, 64)).astype("float32")  # [size] A_np = np.random.uniform(size=(1024, 1024)).astype("float32")
+B_np = np.random.uniform(size=(64, 64)).astype("float32")  # [size] B_np = np.random.uniform(size=(1024, 1024)).astype("float32")
 A_nd = tvm.nd.array(A_np, dev)
 B_nd = tvm.nd.array(B_np, dev)
-C_nd = tvm.nd.array(np.zeros((64, 64), dtype="float32"), dev)  # [size]
+C_nd = tvm.nd.array(np.zeros((64, 64), dtype="float32"), dev)  # [size] C_nd = tvm.nd.array(np.zeros((1024, 1024), dtype="float32"), dev)
 
-num_flop = 2 * 64 * 64 * 64  # [size]
+num_flop = 2 * 64 * 64 * 64  # [size] num_flop = 2 * 1024 * 1024 * 1024
 evaluator = rt_mod.time_evaluator("main", dev, number=10)
 
 
@@ -219,8 +219,8 @@ from mlckit import meta_schedule as ms
 database = ms.tune_tir(
     mod=MyModuleMatmul,
     target="nvidia/geforce-rtx-2080-ti",
-    max_trials_global=4,  # [size] the course: 64
-    num_trials_per_iter=4,  # [size]
+    max_trials_global=4,  # [size] max_trials_global=64,
+    num_trials_per_iter=4,  # [size] num_trials_per_iter=64,
     work_dir="./tune_tmp",
     # task_name="main"
 )
