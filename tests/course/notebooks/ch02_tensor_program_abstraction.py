@@ -103,9 +103,9 @@ ir_mod_from_te.show()
 # %% [cell 20]
 from mlckit import te
 
-M = 256  # [size] M = 1024
-K = 256  # [size] K = 1024
-N = 256  # [size] N = 1024
+M = 1024
+K = 1024
+N = 1024
 
 # The default tensor type in tvm
 dtype = "float32"
