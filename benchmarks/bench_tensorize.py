@@ -27,51 +27,11 @@ from timing import best_times
 import mlckit
 from mlckit import te, tir
 from mlckit.runtime.ndarray import aligned_copy, aligned_empty
-from mlckit.script import tir as T
+from mlckit.testing.examples import tmm16_desc, tmm16_impl, tmm16_micro_kernel
 
 N, TILE = 1024, 16
 FLOP = 2 * N**3
 INTRINSIC = "bench_tmm16"
-
-
-@T.prim_func
-def tmm16_desc(a: T.handle, b: T.handle, c: T.handle) -> None:
-    A = T.match_buffer(a, (16, 16), "float32", offset_factor=16, scope="global.A_reg")
-    B = T.match_buffer(b, (16, 16), "float32", offset_factor=16, scope="global.B_reg")
-    C = T.match_buffer(c, (16, 16), "float32", offset_factor=16, scope="global.accumulator")
-    with T.block("root"):
-        T.reads(C[0:16, 0:16], A[0:16, 0:16], B[0:16, 0:16])
-        T.writes(C[0:16, 0:16])
-        for i, j, k in T.grid(16, 16, 16):
-            with T.block(""):
-                vii, vjj, vkk = T.axis.remap("SSR", [i, j, k])
-                C[vii, vjj] = C[vii, vjj] + A[vii, vkk] * B[vjj, vkk]
-
-
-@T.prim_func
-def tmm16_impl(a: T.handle, b: T.handle, c: T.handle) -> None:
-    A = T.match_buffer(a, (16, 16), "float32", offset_factor=16, scope="global.A_reg")
-    B = T.match_buffer(b, (16, 16), "float32", offset_factor=16, scope="global.B_reg")
-    C = T.match_buffer(c, (16, 16), "float32", offset_factor=16, scope="global.accumulator")
-    with T.block("root"):
-        T.reads(C[0:16, 0:16], A[0:16, 0:16], B[0:16, 0:16])
-        T.writes(C[0:16, 0:16])
-        T.evaluate(
-            T.call_extern(
-                "int32", "bench_tmm16", C.access_ptr("w"), A.access_ptr("r"), B.access_ptr("r")
-            )
-        )
-
-
-def tmm16(C: Any, A: Any, B: Any) -> int:
-    """The micro-kernel: C += A @ B.T on 16x16 tiles (views of the staged buffers)."""
-    for i in range(16):
-        for j in range(16):
-            total = C[i, j]
-            for k in range(16):
-                total += A[i, k] * B[j, k]
-            C[i, j] = total
-    return 0
 
 
 def matmul_func() -> tir.PrimFunc:
@@ -103,7 +63,7 @@ def row(name: str, value: float, unit: str, goal: str = "", ok: bool | None = No
 
 
 def run() -> list[dict[str, Any]]:
-    tir.op.register_extern(INTRINSIC, tmm16, override=True)
+    tir.op.register_extern("tmm16", tmm16_micro_kernel, override=True)
     tir.TensorIntrin.register(INTRINSIC, tmm16_desc, tmm16_impl, override=True)
     rng = np.random.default_rng(0)
     a = aligned_copy(rng.random((N, N), dtype=np.float32))

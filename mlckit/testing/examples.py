@@ -3,7 +3,10 @@
 ``Module``: the MLP with a symbolic batch ``n`` (weights (in, out)); ``MyModule``: the
 multiply/add graph of the pattern-rewriting chapter; ``MyModuleLegacy``: the older syntax
 with fixed shapes and weights in (out, in) layout; ``MyModuleWithExternCall`` and
-``MyModuleMixture``: the same model calling registered functions ``env.linear``/``env.relu``.
+``MyModuleMixture``: the same model calling registered functions ``env.linear``/``env.relu``;
+``tmm16_desc``/``tmm16_impl``: the tensor intrinsic of the course's specialized-hardware
+chapter (``C += A @ B.T`` on 16x16 tiles in the accelerator's memories), its implementation
+calling the extern ``"tmm16"``, which ``tmm16_micro_kernel`` implements for numba.
 """
 
 from __future__ import annotations
@@ -174,3 +177,60 @@ class MyModuleMixture:
             out = R.call_dps_packed("env.linear", (lv1, w1, b1), R.Tensor((1, 10), "float32"))
             R.output(out)
         return out
+
+
+@T.prim_func
+def tmm16_desc(a: T.handle, b: T.handle, c: T.handle) -> None:
+    A = T.match_buffer(a, (16, 16), "float32", offset_factor=16, scope="global.A_reg")
+    B = T.match_buffer(b, (16, 16), "float32", offset_factor=16, scope="global.B_reg")
+    C = T.match_buffer(c, (16, 16), "float32", offset_factor=16, scope="global.accumulator")
+    with T.block("root"):
+        T.reads(C[0:16, 0:16], A[0:16, 0:16], B[0:16, 0:16])
+        T.writes(C[0:16, 0:16])
+        for i, j, k in T.grid(16, 16, 16):
+            with T.block(""):
+                vii, vjj, vkk = T.axis.remap("SSR", [i, j, k])
+                C[vii, vjj] = C[vii, vjj] + A[vii, vkk] * B[vjj, vkk]
+
+
+@T.prim_func
+def tmm16_impl(a: T.handle, b: T.handle, c: T.handle) -> None:
+    sa = T.var("int32")
+    sb = T.var("int32")
+    sc = T.var("int32")
+    A = T.match_buffer(
+        a, (16, 16), "float32", offset_factor=16, strides=[sa, 1], scope="global.A_reg"
+    )
+    B = T.match_buffer(
+        b, (16, 16), "float32", offset_factor=16, strides=[sb, 1], scope="global.B_reg"
+    )
+    C = T.match_buffer(
+        c, (16, 16), "float32", offset_factor=16, strides=[sc, 1], scope="global.accumulator"
+    )
+    with T.block("root"):
+        T.reads(C[0:16, 0:16], A[0:16, 0:16], B[0:16, 0:16])
+        T.writes(C[0:16, 0:16])
+        T.evaluate(
+            T.call_extern(
+                "tmm16",
+                C.access_ptr("w"),
+                A.access_ptr("r"),
+                B.access_ptr("r"),
+                sa,
+                sb,
+                sc,
+                dtype="int32",
+            )
+        )
+
+
+def tmm16_micro_kernel(C, A, B, stride_a, stride_b, stride_c):  # type: ignore[no-untyped-def]
+    """``tmm16`` for ``tir.op.register_extern``: each argument of an ``access_ptr`` arrives as
+    the 16x16 tile it points to (a strided view), so the strides are not needed here."""
+    for i in range(16):
+        for j in range(16):
+            total = C[i, j]
+            for k in range(16):
+                total += A[i, k] * B[j, k]
+            C[i, j] = total
+    return 0

@@ -11,53 +11,7 @@ from mlckit.errors import IRError, MLCError
 from mlckit.ir import assert_structural_equal
 from mlckit.script import from_source
 from mlckit.script import tir as T
-
-
-@T.prim_func
-def tmm16_desc(a: T.handle, b: T.handle, c: T.handle) -> None:
-    A = T.match_buffer(a, (16, 16), "float32", offset_factor=16, scope="global.A_reg")
-    B = T.match_buffer(b, (16, 16), "float32", offset_factor=16, scope="global.B_reg")
-    C = T.match_buffer(c, (16, 16), "float32", offset_factor=16, scope="global.accumulator")
-
-    with T.block("root"):
-        T.reads(C[0:16, 0:16], A[0:16, 0:16], B[0:16, 0:16])
-        T.writes(C[0:16, 0:16])
-        for i, j, k in T.grid(16, 16, 16):
-            with T.block(""):
-                vii, vjj, vkk = T.axis.remap("SSR", [i, j, k])
-                C[vii, vjj] = C[vii, vjj] + A[vii, vkk] * B[vjj, vkk]
-
-
-@T.prim_func
-def tmm16_impl(a: T.handle, b: T.handle, c: T.handle) -> None:
-    sa = T.var("int32")
-    sb = T.var("int32")
-    sc = T.var("int32")
-    A = T.match_buffer(
-        a, (16, 16), "float32", offset_factor=16, strides=[sa, 1], scope="global.A_reg"
-    )
-    B = T.match_buffer(
-        b, (16, 16), "float32", offset_factor=16, strides=[sb, 1], scope="global.B_reg"
-    )
-    C = T.match_buffer(
-        c, (16, 16), "float32", offset_factor=16, strides=[sc, 1], scope="global.accumulator"
-    )
-
-    with T.block("root"):
-        T.reads(C[0:16, 0:16], A[0:16, 0:16], B[0:16, 0:16])
-        T.writes(C[0:16, 0:16])
-        T.evaluate(
-            T.call_extern(
-                "tmm16",
-                C.access_ptr("w"),
-                A.access_ptr("r"),
-                B.access_ptr("r"),
-                sa,
-                sb,
-                sc,
-                dtype="int32",
-            )
-        )
+from mlckit.testing.examples import tmm16_desc, tmm16_impl
 
 
 @pytest.mark.parametrize("func", [tmm16_desc, tmm16_impl], ids=["desc", "impl"])

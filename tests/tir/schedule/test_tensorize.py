@@ -11,6 +11,7 @@ from mlckit import tir
 from mlckit.errors import IRError, MLCError, ScheduleError
 from mlckit.ir import assert_structural_equal
 from mlckit.script import tir as T
+from mlckit.testing.examples import tmm16_impl, tmm16_micro_kernel
 from mlckit.tir import stmt as S
 from mlckit.tir.schedule import Trace
 
@@ -204,48 +205,9 @@ def test_the_course_matmul_tensorized_equals_numpy():
     assert_computes_matmul(sch.mod)
 
 
-def _tmm16_kernel(cc, aa, bb, stride_a, stride_b, stride_c):
-    for i in range(16):
-        for j in range(16):
-            for k in range(16):
-                cc[i, j] += aa[i, k] * bb[j, k]
-    return 0
-
-
-@T.prim_func
-def course_impl(a: T.handle, b: T.handle, c: T.handle) -> None:
-    sa = T.var("int32")
-    sb = T.var("int32")
-    sc = T.var("int32")
-    A = T.match_buffer(
-        a, (16, 16), "float32", offset_factor=16, strides=[sa, 1], scope="global.A_reg"
-    )
-    B = T.match_buffer(
-        b, (16, 16), "float32", offset_factor=16, strides=[sb, 1], scope="global.B_reg"
-    )
-    C = T.match_buffer(
-        c, (16, 16), "float32", offset_factor=16, strides=[sc, 1], scope="global.accumulator"
-    )
-    with T.block("root"):
-        T.reads(C[0:16, 0:16], A[0:16, 0:16], B[0:16, 0:16])
-        T.writes(C[0:16, 0:16])
-        T.evaluate(
-            T.call_extern(
-                "test_tmm16_kernel",
-                C.access_ptr("w"),
-                A.access_ptr("r"),
-                B.access_ptr("r"),
-                sa,
-                sb,
-                sc,
-                dtype="int32",
-            )
-        )
-
-
 def test_the_courses_impl_calls_its_micro_kernel_on_the_matched_tiles():
-    tir.op.register_extern("test_tmm16_kernel", _tmm16_kernel, override=True)
-    tir.TensorIntrin.register("test.tmm16_extern", tmm_desc(), course_impl, override=True)
+    tir.op.register_extern("tmm16", tmm16_micro_kernel, override=True)
+    tir.TensorIntrin.register("test.tmm16_extern", tmm_desc(), tmm16_impl, override=True)
     sch, block_mm = course_schedule()
     sch.tensorize(block_mm, "test.tmm16_extern")
     (tile,) = [b for b in blocks_named(sch.mod) if b.name_hint == "matmul_o_update"]
