@@ -30,6 +30,13 @@ def as_the_runner_does(fn: Callable[[], Any]) -> float:
     return time_function(fn, runner.number, 1, runner.min_repeat_ms)().results[0]
 
 
+def calls_lasting(min_ms: float) -> Measure:
+    """A call to warm up, then the mean of back-to-back calls lasting ``min_ms`` or more (TVM's
+    evaluator with ``min_repeat_ms``): a 20 us model is timed over a thousand calls, a 100 ms one
+    over one, so that turns of both last about as long."""
+    return lambda fn: time_function(fn, 1, 1, min_ms)().results[0]
+
+
 def alternating_times(
     fns: dict[str, Callable[[], Any]], rounds: int, measure: Measure = one_call
 ) -> dict[str, list[float]]:
@@ -45,9 +52,11 @@ def alternating_times(
     return times
 
 
-def best_times(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
+def best_times(
+    fns: dict[str, Callable[[], Any]], rounds: int, measure: Measure = one_call
+) -> dict[str, float]:
     """The best time of each function over ``rounds`` alternating rounds."""
-    return {name: min(times) for name, times in alternating_times(fns, rounds).items()}
+    return {name: min(times) for name, times in alternating_times(fns, rounds, measure).items()}
 
 
 def median_times(
