@@ -4,7 +4,10 @@ candidates, learn which are fast, and keep the best.
 * a **search space**: a schedule function that samples (``sch.sample_perfect_tile``), or the
   target's default space (:mod:`.space`);
 * **measuring**: candidates built in parallel worker processes and timed one at a time
-  (:mod:`.measure`), with any ``concurrent.futures.Executor``;
+  (:mod:`.measure`), or on any ``concurrent.futures.Executor``, or on a Dask cluster
+  (``ms.Builder(executor=distributed.Client("tcp://scheduler:8786"))``, with the extra
+  ``mlckit[distributed]``; "Tuning on a cluster" in :mod:`.measure` says what the workers
+  need and where the timings are taken);
 * a **search strategy**: random, or evolutionary with a learned cost model (:mod:`.search`,
   :mod:`.cost_model`, :mod:`.features`);
 * a **database** of tuning records in a JSON file (:mod:`.database`);

@@ -30,26 +30,44 @@ since each worker imports the main module again.
 
 Any ``concurrent.futures.Executor`` can do the work instead: ``Builder(executor=...)`` and
 ``Runner(executor=...)``. A ``ThreadPoolExecutor`` runs everything in this process (no start
-up cost; but a hung kernel cannot be stopped, it is only recorded as timed out). To spread the
-builds of a large search over several machines, pass a cluster's executor; neither library is
-a dependency of mlckit:
+up cost; but a hung kernel cannot be stopped, it is only recorded as timed out).
 
-* Dask: ``Builder(executor=distributed.Client(address).get_executor())``.
-* Ray has no ``concurrent.futures.Executor`` of its own (``ray.util.multiprocessing.Pool`` is
-  a ``multiprocessing`` pool, not an executor), but each task's ``ObjectRef.future()`` is a
-  ``concurrent.futures.Future``, so a small subclass is one::
+Tuning on a cluster
+-------------------
+A Dask cluster (the optional extra ``pip install "mlckit[distributed]"``) spreads the builds of
+a large search over several machines: pass its ``distributed.Client`` itself as the executor::
 
-      class RayExecutor(concurrent.futures.Executor):
-          def submit(self, fn, /, *args, **kwargs):
-              return ray.remote(fn).remote(*args, **kwargs).future()
+    from distributed import Client
 
-      builder = Builder(executor=RayExecutor())
+    client = Client("tcp://scheduler:8786")            # a running Dask scheduler
+    with ms.Builder(executor=client, timeout_s=120) as builder:
+        database = ms.tune_tir(mod, "llvm", max_trials_global=256, builder=builder)
 
-Workers (threads, processes of the default pools) use the kernel cache of the environment they
-were started in (``$MLCKIT_CACHE_DIR`` or the user cache folder). Remote workers need mlckit
-installed, and their cache is their own, so a runner on another machine compiles each kernel
-again. Keep the runner local (the default) unless the timing must
-happen on the remote hardware.
+Each candidate travels as TVMScript text (and the runner's inputs as numpy arrays); a worker
+imports ``mlckit.meta_schedule.measure`` to run it, so every worker needs mlckit and numba
+installed, at the same mlckit version as this process (another version may read the text
+differently). Builder and Runner submit through ``client.get_executor(pure=False)``: Dask
+would otherwise hand back an earlier result for the same arguments, and each timing must be
+measured anew. To keep the work on some of the workers, pass
+``client.get_executor(pure=False, workers=[...])`` instead of the client.
+
+Where a candidate runs is where it is measured. A worker on another machine builds into that
+machine's kernel cache (its ``$MLCKIT_CACHE_DIR`` or user cache folder), so the default local
+runner compiles each kernel again before timing it: the usual arrangement, since the timings
+then describe this machine, the one the tuned model will run on. A runner on the cluster
+(``Runner(executor=client)``) times the candidates on the workers' machines, still one at a
+time; give it a single worker (``workers=["tcp://box:40331"]``) unless they are all alike, or
+the database compares timings taken on different hardware. A cluster cannot stop a hung
+kernel: it is recorded as timed out and keeps its worker's thread busy.
+
+Any other executor works the same way; Ray's, for instance, is a small subclass (each task's
+``ObjectRef.future()`` is a ``concurrent.futures.Future``)::
+
+    class RayExecutor(concurrent.futures.Executor):
+        def submit(self, fn, /, *args, **kwargs):
+            return ray.remote(fn).remote(*args, **kwargs).future()
+
+    builder = Builder(executor=RayExecutor())
 """
 
 from __future__ import annotations
@@ -58,6 +76,7 @@ import concurrent.futures as cf
 import contextlib
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -316,12 +335,27 @@ class _OwnPool:
             self.pool = None
 
 
+def _given_executor(executor: Any, owner: str) -> Any:
+    """``executor`` as something whose ``submit`` returns ``concurrent.futures.Future`` s: a
+    Dask ``distributed.Client`` becomes its impure executor (without importing Dask, which is
+    optional: a client exists only where it was imported)."""
+    distributed = sys.modules.get("distributed")
+    if distributed is not None and isinstance(executor, distributed.Client):
+        return executor.get_executor(pure=False)
+    if not callable(getattr(executor, "submit", None)):
+        raise TuneError(
+            f"{owner}: executor must be a concurrent.futures.Executor or a distributed.Client "
+            f"(an object whose submit(fn, *args) returns a future), not {executor!r}"
+        )
+    return executor
+
+
 class _UsesExecutor:
     """An executor given by the user, or a process pool of our own made on first use."""
 
-    def __init__(self, executor: cf.Executor | None, max_workers: int):
-        self._given = executor
-        self._own = _OwnPool(max_workers) if executor is None else None
+    def __init__(self, executor: cf.Executor | Any | None, max_workers: int):
+        self._given = None if executor is None else _given_executor(executor, type(self).__name__)
+        self._own = _OwnPool(max_workers) if self._given is None else None
 
     def _executor(self) -> cf.Executor:
         return self._given if self._own is None else self._own.get()
@@ -344,7 +378,8 @@ class _UsesExecutor:
 
 
 class Builder(_UsesExecutor):
-    """Builds candidates in parallel on ``executor`` (default: one process per core).
+    """Builds candidates in parallel on ``executor``, a ``concurrent.futures.Executor`` or a
+    ``distributed.Client`` (default: a process pool of our own, one process per core).
 
     A build that takes longer than ``timeout_s`` seconds, raises, or kills its worker is a
     :class:`BuildResult` with an ``error`` starting ``"build: "``.
@@ -352,7 +387,7 @@ class Builder(_UsesExecutor):
 
     def __init__(
         self,
-        executor: cf.Executor | None = None,
+        executor: cf.Executor | Any | None = None,
         timeout_s: float = 60,
         max_workers: int | None = None,
     ):
@@ -380,7 +415,8 @@ class Builder(_UsesExecutor):
 
 
 class Runner(_UsesExecutor):
-    """Times built candidates one at a time on ``executor`` (default: one worker process).
+    """Times built candidates one at a time on ``executor``, a ``concurrent.futures.Executor``
+    or a ``distributed.Client`` (default: one worker process of our own).
 
     ``number``, ``repeat`` and ``min_repeat_ms`` are those of TVM's ``time_evaluator``. A
     candidate that takes longer than ``timeout_s`` seconds (load, check and timing together),
@@ -390,7 +426,7 @@ class Runner(_UsesExecutor):
 
     def __init__(
         self,
-        executor: cf.Executor | None = None,
+        executor: cf.Executor | Any | None = None,
         timeout_s: float = 30,
         number: int = 3,
         repeat: int = 3,
