@@ -148,7 +148,7 @@ def test_high_level_ops_must_be_legalized_first():
 def test_generated_code_reads_like_low_level_numpy():
     ex = relax.build(Module, "python")
     main = ex.source("main")
-    assert "lv0 = aligned_empty((n, 256), dtype=np.float32)" in main
+    assert "lv0 = pooled_empty(0, (n, 256), dtype=np.float32)" in main
     assert "linear(x, w0, b0, lv0)" in main
     linear = ex.source("linear")
     assert "M, K = X.shape" in linear

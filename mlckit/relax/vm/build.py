@@ -50,6 +50,7 @@ class Executable:
         constants: list[Constant],
         target: Target,
         written: dict[str, frozenset[int]] | None = None,
+        pool_slots: list[str] | None = None,
     ):
         self.kernels = kernels
         self.relax_sources = relax_sources
@@ -59,6 +60,8 @@ class Executable:
         self.target = target
         # For each relax function, the indices of the parameters its kernels write into.
         self.written = written or {}
+        # The call_tir output each array the VM keeps between calls is for ("main: lv0").
+        self.pool_slots = pool_slots or []
 
     def function_names(self) -> list[str]:
         return list(self.params)
@@ -97,9 +100,10 @@ class Executable:
             return check_arguments(label, signatures[kernel], args, on_gpu)
 
         namespace["checked_args"] = checked_args
+        namespace["pooled_empty"] = runtime.array_pool(len(self.pool_slots))
         for helper in HELPER_SOURCE.values():  # what shape arithmetic calls (truncdiv, ...)
             exec(helper, namespace)
-        for name in VM_RUNTIME_NAMES - {"np", "constants", "cuda", "checked_args"}:
+        for name in VM_RUNTIME_NAMES - {"np", "constants", "cuda", "checked_args", "pooled_empty"}:
             namespace[name] = getattr(runtime, name)
         for name, kernel in self.kernels.items():
             func = kernel.func
@@ -151,6 +155,7 @@ def build(
     param_names: dict[str, list[str]] = {}
     written: dict[str, frozenset[int]] = {}
     constants: list[Constant] = []
+    pool_slots: list[str] = []
     signatures = {name: kernel.signature for name, kernel in kernels.items()}
     for gv, func in mod.functions.items():
         if isinstance(func, Function):
@@ -161,6 +166,7 @@ def build(
                 constants,
                 signatures,
                 on_gpu=target.is_gpu,
+                pool_slots=pool_slots,
             )
             relax_sources[gv.name_hint] = generator.generate()
             param_names[gv.name_hint] = [p.name_hint for p in func.params]
@@ -171,7 +177,16 @@ def build(
             raise BuildError(
                 f"cannot build the function {gv.name_hint} of type {type(func).__name__}"
             )
-    return Executable(kernels, relax_sources, python_names, param_names, constants, target, written)
+    return Executable(
+        kernels,
+        relax_sources,
+        python_names,
+        param_names,
+        constants,
+        target,
+        written,
+        pool_slots,
+    )
 
 
 def apply_default_schedule(mod: IRModule, target: Target) -> IRModule:
@@ -241,12 +256,17 @@ class VirtualMachine:
                 f"{self.device}; build it for the device's target"
             )
         self._namespace = exe.make_namespace()
+        # Each function's entry, made on first use: `vm["main"](x)` in a loop looks it up.
+        self._entries: dict[str, Callable[..., Any]] = {}
 
     def __getitem__(self, name: str) -> Callable[..., Any]:
-        if name not in self.executable.params:
-            known = ", ".join(self.executable.params) or "none"
-            raise VMError(f"the executable has no relax function {name!r} (functions: {known})")
-        return self._entry(name, self._namespace)
+        entry = self._entries.get(name)
+        if entry is None:
+            if name not in self.executable.params:
+                known = ", ".join(self.executable.params) or "none"
+                raise VMError(f"the executable has no relax function {name!r} (functions: {known})")
+            entry = self._entries[name] = self._entry(name, self._namespace)
+        return entry
 
     def _entry(self, name: str, namespace: dict[str, Any]) -> Callable[..., Any]:
         func = namespace[self.executable.python_names[name]]
@@ -258,21 +278,25 @@ class VirtualMachine:
             for i, p in enumerate(params)
         ]
 
+        # The types that pass through unconverted, checked with `is` (numpy's own arrays on
+        # the cpu; on cuda none: every argument goes through from_ndarray).
+        host_array = None if device.is_gpu else np.ndarray
+
         def call(*args: Any, **kwargs: Any) -> Any:
-            if kwargs:
-                raise VMError(
-                    f"{name} takes its arguments by position, {name}({', '.join(params)}); "
-                    f"got keyword arguments {', '.join(kwargs)}"
-                )
-            if len(args) != len(params):
-                raise VMError(
-                    f"{name} takes {len(params)} arguments ({', '.join(params)}), got {len(args)}"
-                )
-            inputs = [runtime.from_ndarray(a, device, w) for a, w in zip(args, written)]
+            if kwargs or len(args) != len(params):
+                raise _arguments_error(name, params, args, kwargs)
+            inputs = [
+                a
+                if type(a) is host_array and a.flags.c_contiguous
+                else runtime.from_ndarray(a, device, w)
+                for a, w in zip(args, written)
+            ]
             try:
                 result = func(*inputs)
             except ZeroDivisionError:
                 raise division_by_zero(name) from None
+            if type(result) is host_array:
+                return NDArray(result, device)
             return _wrap_result(result, device)
 
         call.__name__ = name
@@ -342,6 +366,17 @@ class ProfileReport:
         return "\n".join(rows)
 
     __repr__ = __str__
+
+
+def _arguments_error(
+    name: str, params: list[str], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> VMError:
+    if kwargs:
+        return VMError(
+            f"{name} takes its arguments by position, {name}({', '.join(params)}); "
+            f"got keyword arguments {', '.join(kwargs)}"
+        )
+    return VMError(f"{name} takes {len(params)} arguments ({', '.join(params)}), got {len(args)}")
 
 
 def _wrap_result(value: Any, device: Device) -> Any:

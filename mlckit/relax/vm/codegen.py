@@ -2,15 +2,31 @@
 
 Each relax function becomes one Python function in the course's "low-level numpy" style
 (``lnumpy_mlp``): it checks its arguments against the signature, binds symbolic dims from
-their shapes, allocates each ``call_tir`` output with ``aligned_empty`` (``np.empty`` whose
-data starts on a cache line, as the tuner measured the kernels with) and calls the compiled
-kernel with destination passing. Values are numpy arrays, tuples, shapes (tuples of ints) and
-Python scalars; the VirtualMachine converts NDArrays at the boundary.
+their shapes, allocates each ``call_tir`` output and calls the compiled kernel with
+destination passing. Values are numpy arrays, tuples, shapes (tuples of ints) and Python
+scalars; the VirtualMachine converts NDArrays at the boundary.
 
-After CallTIRRewrite and StaticPlanBlockMemory the allocations are explicit and map to numpy
-one by one: ``R.builtin.alloc_tensor`` is ``aligned_empty``, a storage from
-``R.memory.alloc_storage`` a flat ``np.uint8`` buffer (aligned likewise),
-``R.memory.alloc_tensor`` a view into it
+A ``call_tir`` output comes from ``pooled_empty(slot, shape, dtype)`` on the cpu: the array
+that output got at the previous call, when it has the same shape and nothing else refers to it
+(an intermediate always, once its call returned; a result once the caller dropped it), else a
+new one from ``aligned_empty`` (``np.empty`` whose data starts on a cache line, as the tuner
+measured the kernels with). The course's MLP in a loop then allocates nothing after its first
+call, where an allocation per output cost more than the VM's other work together (~1 us each),
+and still no caller sees an array of its own overwritten by a later call::
+
+    n, _ = check_tensor(x, 'main: parameter x', 'float32', (None, 784), ('n', '784'))
+    # outputs reuse their last call's array once nothing else refers to it
+    lv1 = pooled_empty(0, (n, 128), dtype=np.float32)
+    fused_linear_relu(x, w0, b0, lv1)
+    out = pooled_empty(1, (n, 10), dtype=np.float32)
+    linear(lv1, w1, b1, out)
+    return out
+
+On cuda each output is a new device array. After CallTIRRewrite and StaticPlanBlockMemory the
+allocations are explicit and run as written, each a new array per call (the program, not the
+VM, plans that memory), mapping to numpy one by one: ``R.builtin.alloc_tensor`` is
+``aligned_empty``, a storage from ``R.memory.alloc_storage`` a flat ``np.uint8`` buffer
+(aligned likewise), ``R.memory.alloc_tensor`` a view into it
 (``storage[0:4096].view(np.float32).reshape((16, 64))``), ``R.memory.kill_*`` a ``del``, and a
 direct call of a kernel (``cls.relu(x, alloc)``) is that call, writing into ``alloc``. Each
 operator the VM runs itself has one emitter method, named by the table
@@ -88,6 +104,7 @@ VM_RUNTIME_NAMES = frozenset(
         "as_bool",
         "tuple_item",
         "checked_args",
+        "pooled_empty",
     }
 )
 
@@ -109,6 +126,7 @@ class RelaxToPython:
         constants: list[Constant],
         kernels: dict[str, tuple[ParamSpec, ...]] | None = None,
         on_gpu: bool = False,
+        pool_slots: list[str] | None = None,
     ):
         self.func = func
         # Where tensors live: numpy arrays on the CPU, or numba device arrays on the GPU.
@@ -126,6 +144,10 @@ class RelaxToPython:
         # itself, so the VM may not copy it on the way in (VirtualMachine's entry).
         self.written_params: set[Var] = set()
         self.constants = constants
+        # The arrays the VM keeps between calls, one per call_tir output (its slot is its
+        # index; the text says which output). Shared by the module's functions, as constants are.
+        self.pool_slots = [] if pool_slots is None else pool_slots
+        self.first_slot = len(self.pool_slots)
         # Variables read somewhere: a call made only for its effect binds nothing otherwise.
         self.used = set(used_vars(func))
         # The size in bytes of each storage of R.memory.alloc_storage, to check views against.
@@ -411,7 +433,7 @@ class RelaxToPython:
         outputs = []
         for index, sinfo in enumerate(call.sinfo_args):
             out = target if len(call.sinfo_args) == 1 else self.names.fresh(f"{target}_{index}")
-            self.emit(f"{out} = {self.allocation(sinfo)}")
+            self.emit(f"{out} = {self.allocation(sinfo, out)}")
             outputs.append(out)
         inputs = [self.value(a) for a in args.fields]
         scalars: list[E.PrimExpr] = []
@@ -502,12 +524,22 @@ class RelaxToPython:
             return f"{callee}(*checked_args({key}, {label}, {_tuple_text(texts)}))"
         return f"{callee}({', '.join(texts)})"
 
-    def allocation(self, sinfo: StructInfo) -> str:
+    def allocation(self, sinfo: StructInfo, name: str) -> str:
+        """The array a call_tir output ``name`` is written into: on the cpu the one it got at
+        the previous call when nothing refers to it any more (``pooled_empty``), else a new
+        one."""
         if not isinstance(sinfo, TensorStructInfo) or sinfo.shape_values is None:
             raise BuildError(
                 f"{self.func_label()}: an output of call_tir needs a known shape, got {sinfo!r}"
             )
-        return self._empty(self._dims_text(sinfo.shape_values), sinfo.dtype)
+        shape = self._dims_text(sinfo.shape_values)
+        if self.on_gpu:
+            return self._empty(shape, sinfo.dtype)
+        if len(self.pool_slots) == self.first_slot:
+            self.emit("# outputs reuse their last call's array once nothing else refers to it")
+        self.pool_slots.append(f"{self.func_label()}: {name}")
+        slot = len(self.pool_slots) - 1
+        return f"pooled_empty({slot}, {shape}, dtype={self._np_dtype(sinfo.dtype)})"
 
     def _dtype_of(self, arg: Expr) -> str:
         if not isinstance(arg, DataTypeImm):

@@ -6,7 +6,8 @@ arrived, so a wrong input is reported where the student can act on it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,30 @@ def check_tensor(
 
     ``expected`` has one entry per dim: the required size, or None for a dim bound here;
     ``labels`` spell the dims as the signature does (``"n"``, ``"784"``) for the message.
+
+    It runs for every tensor a VM function takes, on every call: a numpy array that passes
+    returns after a few comparisons, and anything else goes through :func:`explain_tensor`,
+    which finds the first problem and says what it is.
     """
+    if type(value) is np.ndarray and (dtype is None or value.dtype == dtype):
+        shape = value.shape
+        if expected is None or shape == expected:
+            return shape
+        if len(shape) == len(expected):
+            for actual, required in zip(shape, expected):
+                if required is not None and actual != required:
+                    break
+            else:
+                return shape
+    return explain_tensor(value, where, dtype, expected, labels)
+
+
+def explain_tensor(
+    value: Any, where: str, dtype: str | None, expected: tuple | None, labels: tuple[str, ...]
+) -> tuple[int, ...]:
+    """:func:`check_tensor` one check at a time: kind, rank, each dim, dtype. The first that
+    fails raises a VMError saying so; a value that passes them all (a device array, a numpy
+    subclass) returns its shape."""
     if not isinstance(value, np.ndarray) and not is_device_array(value):
         raise VMError(f"{where} expects a tensor, got {describe(value)}{convert_hint(value)}")
     shape = value.shape
@@ -44,6 +68,39 @@ def check_tensor(
             f".astype({dtype!r})"
         )
     return shape
+
+
+def array_pool(slots: int) -> Callable[[int, tuple[int, ...], Any], np.ndarray]:
+    """``pooled_empty(slot, shape, dtype)`` for one VM: the array of ``slot`` from the previous
+    call when it has that shape and nothing but the pool refers to it (the caller dropped the
+    output, an intermediate's call returned), else a new one that the pool keeps.
+
+    So a call reads like fresh allocations (no caller ever sees its array overwritten) and
+    costs like preallocated ones: the MLP at batch 1 in a loop, whose result is read and
+    dropped, allocates nothing after its first call. Held results, views of them (numpy views
+    refer to the memory's owner, the array's ``base``), DLPack and buffer exports, a call of
+    the same function still running (recursion, another thread) all count as references, and
+    the next call gets a new array. A call at another batch size replaces the slot's array:
+    the pool holds at most one call's worth of memory.
+    """
+    arrays: list[np.ndarray | None] = [None] * slots
+    # The counts of an array that only this pool refers to, taken the way the check takes them.
+    probe = [aligned_empty(1, np.uint8)]
+    array = probe[0]
+    alone = _references(array)
+
+    def pooled_empty(slot: int, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        array = arrays[slot]
+        if array is None or array.shape != shape or _references(array) != alone:
+            array = arrays[slot] = aligned_empty(shape, dtype)
+        return array
+
+    return pooled_empty
+
+
+def _references(array: np.ndarray) -> tuple[int, int]:
+    """The reference counts of ``array`` and of the owner of its memory."""
+    return sys.getrefcount(array), sys.getrefcount(array.base)
 
 
 def check_dim(actual: int, expected: int, where: str, axis: int, expected_text: str) -> None:
