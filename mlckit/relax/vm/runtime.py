@@ -84,23 +84,25 @@ def array_pool(slots: int) -> Callable[[int, tuple[int, ...], Any], np.ndarray]:
     the pool holds at most one call's worth of memory.
     """
     arrays: list[np.ndarray | None] = [None] * slots
-    # The counts of an array that only this pool refers to, taken the way the check takes them.
+    getrefcount = sys.getrefcount
+    # The reference counts of an array that only a list and a local name refer to, and of the
+    # owner of its memory, taken as the check below takes them.
     probe = [aligned_empty(1, np.uint8)]
     array = probe[0]
-    alone = _references(array)
+    alone, owner_alone = getrefcount(array), getrefcount(array.base)
 
     def pooled_empty(slot: int, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
         array = arrays[slot]
-        if array is None or array.shape != shape or _references(array) != alone:
+        if (
+            array is None
+            or array.shape != shape
+            or getrefcount(array) != alone
+            or getrefcount(array.base) != owner_alone
+        ):
             array = arrays[slot] = aligned_empty(shape, dtype)
         return array
 
     return pooled_empty
-
-
-def _references(array: np.ndarray) -> tuple[int, int]:
-    """The reference counts of ``array`` and of the owner of its memory."""
-    return sys.getrefcount(array), sys.getrefcount(array.base)
 
 
 def check_dim(actual: int, expected: int, where: str, axis: int, expected_text: str) -> None:
