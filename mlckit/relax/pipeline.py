@@ -34,7 +34,11 @@ def _zero() -> list[transform.Pass]:
 
 
 def _default() -> list[transform.Pass]:
-    return [*_zero(), T.DeadCodeElimination()]
+    # Inference: a batch norm after a convolution becomes new weights and a bias computed
+    # from constants, which FoldConstant computes at build. Folding before LegalizeOps also
+    # keeps the kernels that only run at build out of the module (and out of the names the
+    # per-call kernels get).
+    return [T.FoldBatchnormToConv2D(), T.FoldConstant(), *_zero(), T.DeadCodeElimination()]
 
 
 def _memory() -> list[transform.Pass]:
@@ -50,8 +54,13 @@ _PIPELINES: dict[str, Callable[[], list[transform.Pass]]] = {
 
 
 def get_pipeline(name: str = "default") -> transform.Pass:
-    """``"zero"``: legalize and fuse; ``"default"``: also drop dead code; ``"default_build"``:
-    also plan memory (ToNonDataflow, CallTIRRewrite, StaticPlanBlockMemory)."""
+    """``"zero"``: legalize and fuse; ``"default"``: first fold inference batch norms into the
+    convolutions before them (FoldBatchnormToConv2D) and compute what depends only on
+    constants (FoldConstant), then the zero pipeline, and drop dead code; ``"default_build"``:
+    also plan memory (ToNonDataflow, CallTIRRewrite, StaticPlanBlockMemory).
+
+    The default pipelines compile for inference: TVM's default pipeline leaves batch norms
+    alone, mlckit's folds them."""
     make = _PIPELINES.get(name)
     if make is None:
         known = ", ".join(sorted(_PIPELINES))

@@ -5,6 +5,7 @@ from .bind_params import BindParams, bind_params
 from .call_tir_rewrite import CallTIRRewrite
 from .canonicalize_bindings import CanonicalizeBindings
 from .dead_code_elimination import DeadCodeElimination
+from .fold_batchnorm_to_conv2d import FoldBatchnormToConv2D
 from .fold_constant import FoldConstant
 from .fuse_ops import FuseOps
 from .fuse_ops_by_pattern import FuseOpsByPattern, FusionError, FusionPattern, PatternCheckContext
@@ -20,6 +21,7 @@ __all__ = [
     "CallTIRRewrite",
     "CanonicalizeBindings",
     "DeadCodeElimination",
+    "FoldBatchnormToConv2D",
     "FoldConstant",
     "FuseOps",
     "FuseOpsByPattern",
