@@ -12,6 +12,7 @@ are known, and pass the dtype's limits, make a value wrap.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -80,6 +81,7 @@ class ConstIntBound:
         return self.min_value == self.max_value
 
 
+@functools.cache
 def dtype_interval(dtype: str) -> Interval:
     """All values of an integer dtype; the 64-bit range counts as unbounded."""
     if is_bool(dtype):
@@ -92,6 +94,7 @@ def dtype_interval(dtype: str) -> Interval:
     return lo, hi
 
 
+@functools.cache  # np.iinfo costs microseconds, asked for every constant simplified
 def representable(dtype: str) -> Interval:
     """The exact range of values an integer dtype holds (every value for other dtypes)."""
     if is_bool(dtype):

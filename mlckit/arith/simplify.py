@@ -48,6 +48,8 @@ from .int_set import IntervalSet, IntSetEvaluator, normalize_dom_map
 from .rewrite import Rewriter
 
 _MAX_ROUNDS = 4
+# How many simplified expressions an analyzer remembers before it starts over.
+_MEMO_LIMIT = 8192
 
 
 class Analyzer:
@@ -56,6 +58,12 @@ class Analyzer:
     Facts come from :meth:`bind` (a variable equals an expression, or ranges over a Range),
     :meth:`update` (constant bounds) and :meth:`constraint_scope` (a condition known to hold
     inside a ``with`` block).
+
+    While the facts stay the same, simplifying an expression object again returns what the
+    first call did: the analyses that lower and schedule a kernel ask about the same loop
+    extents and indices many times (``int_set`` simplifies each range it relaxes over, and
+    then every bound it builds). A new fact forgets those answers; leaving a
+    ``constraint_scope`` brings back the ones from before it.
     """
 
     def __init__(self) -> None:
@@ -63,6 +71,14 @@ class Analyzer:
         self._ranges: dict[int, tuple[Var, IntervalSet]] = {}
         self._subst: dict[int, tuple[Var, PrimExpr]] = {}
         self._proving = False
+        # simplify's answers by id of the question (kept alive with it): one table for
+        # questions asked while proving (symbolic ranges are not used then), one otherwise.
+        self._simplified: tuple[dict[int, tuple[PrimExpr, PrimExpr]], ...] = ({}, {})
+        # Counts the changes to the substitutions, which a constraint_scope does not undo.
+        self._substitutions = 0
+
+    def _facts_changed(self) -> None:
+        self._simplified = ({}, {})
 
     # ------------------------------------------------------------------ facts
     def bind(self, var: Var, value: Any, allow_override: bool = False) -> None:
@@ -83,12 +99,15 @@ class Analyzer:
             self._check_rebind(var, (dom.min_value, dom.max_value), allow_override)
             self._const[id(var)] = (var, (lo, hi))
             self._ranges[id(var)] = (var, dom)
+            self._facts_changed()
             return
         expr = self.simplify(convert(value, var.dtype))
         if expr.dtype != var.dtype:
             expr = Cast(var.dtype, expr)
         self._check_rebind(var, (expr,), allow_override)
         self._subst[id(var)] = (var, expr)
+        self._substitutions += 1
+        self._facts_changed()
 
     def _check_rebind(self, var: Var, new: tuple[PrimExpr, ...], allow_override: bool) -> None:
         if id(var) in self._subst:
@@ -105,7 +124,8 @@ class Analyzer:
                     f"variable {var.name_hint} is already bound to something else; pass "
                     "allow_override=True to rebind it"
                 )
-        self._subst.pop(id(var), None)
+        if self._subst.pop(id(var), None) is not None:
+            self._substitutions += 1
         self._ranges.pop(id(var), None)
         self._const.pop(id(var), None)
 
@@ -115,17 +135,24 @@ class Analyzer:
         if not override and id(var) in self._const:
             new = intersect(self._const[id(var)][1], new)
         self._const[id(var)] = (var, new)
+        self._facts_changed()
 
     @contextmanager
     def constraint_scope(self, constraint: PrimExpr) -> Iterator[None]:
         """Within the ``with`` block, assume ``constraint`` (e.g. ``i < n``) holds."""
         saved = dict(self._const), dict(self._ranges)
+        answers, substitutions = self._simplified, self._substitutions
         for cond in _conjuncts(self.simplify(constraint)):
             self._assume(cond)
         try:
             yield
         finally:
             self._const, self._ranges = saved
+            # The answers from before hold again, unless a substitution bound inside stays.
+            if self._substitutions == substitutions:
+                self._simplified = answers
+            else:
+                self._facts_changed()
 
     def _assume(self, cond: PrimExpr) -> None:
         if not isinstance(cond, (LT, LE, GT, GE, EQ)):
@@ -151,6 +178,7 @@ class Analyzer:
             dom = IntervalSet(lower, dom.max_value)
         self._const[id(a)] = (a, (lo, hi))
         self._ranges[id(a)] = (a, dom)
+        self._facts_changed()
 
     # ------------------------------------------------------------------ what rewriters ask
     def var_interval(self, var: Var) -> Interval:
@@ -234,15 +262,24 @@ class Analyzer:
         ``steps`` is accepted for TVM compatibility: simplification always runs to its fixed
         point, so that simplifying a result again returns that very result.
         """
-        expr = convert(expr)
+        question = convert(expr)
+        answers = self._simplified[self._proving]
+        known = answers.get(id(question))
+        if known is not None:
+            return known[1]
         # Terms are ordered by first appearance, and the output's appearance order can differ
         # from the input's (``(x + y) * z`` -> ``x * z + y * z`` meets z before y); another
         # round settles it.
+        expr = question
         for _ in range(_MAX_ROUNDS):
             result = Rewriter(self).visit(expr)
             if result is expr:
                 break
             expr = result
+        if len(answers) >= _MEMO_LIMIT:
+            answers.clear()
+        answers[id(question)] = (question, expr)
+        answers[id(expr)] = (expr, expr)
         return expr
 
     canonical_simplify = simplify

@@ -6,6 +6,7 @@ As in TVM, ``i + 1`` builds an ``Add`` node, ``x < n`` an ``LT`` node. ``a == b`
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -495,6 +496,7 @@ class IterVar(Node):
 
 
 # ------------------------------------------------------------------------------- helpers
+@functools.cache  # np.iinfo is slow next to building an IntImm, which checks its range
 def _int_range(dtype: str) -> tuple[int, int]:
     info = np.iinfo(dtype)
     return int(info.min), int(info.max)

@@ -18,6 +18,7 @@ Two conventions, as in TVM:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -79,6 +80,7 @@ def _node_kinds() -> list[type]:
 _NODE_KINDS = _node_kinds()
 
 
+@functools.cache  # asked for each node visited
 def method_name(kind: type) -> str:
     """The visitor method for a node kind: ``BufferLoad`` -> ``visit_buffer_load_``."""
     return f"visit_{_snake(kind.__name__)}_"

@@ -138,6 +138,37 @@ def test_constraint_scope():
     assert not ana.can_prove(x > 0)
 
 
+def test_a_repeated_question_gets_the_same_answer_until_the_facts_change():
+    ana = Analyzer()
+    question = (x * 4 + i) // 4
+    first = ana.simplify(question)
+    assert ana.simplify(question) is first and ana.simplify(first) is first
+    ana.bind(i, Range(0, 4))  # a new fact: the answer is asked again, and changes
+    assert ana.simplify(question) is x
+    eighth = FloorDiv(j, 8)
+    assert ana.simplify(eighth) is eighth
+    ana.update(j, ConstIntBound(0, 7))  # constant bounds are facts too
+    assert same(ana.simplify(eighth), 0)
+
+
+def test_leaving_a_constraint_scope_brings_back_the_answers_from_before_it():
+    ana = Analyzer()
+    question = FloorDiv(i, 4)
+    outside = ana.simplify(question)
+    with ana.constraint_scope(tir.And(i >= 0, i < 4)):
+        assert same(ana.simplify(question), 0)
+    assert ana.simplify(question) is outside
+
+
+def test_a_substitution_bound_inside_a_constraint_scope_outlives_it():
+    ana = Analyzer()
+    question = j + 1
+    assert ana.simplify(question) is question
+    with ana.constraint_scope(i < 4):
+        ana.bind(j, 2)
+    assert same(ana.simplify(question), 3)
+
+
 def test_rebinding_needs_override():
     ana = Analyzer()
     ana.bind(i, Range(0, 4))
