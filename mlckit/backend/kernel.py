@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mlckit.errors import BuildError
+from mlckit.ir.instrument import build_step
 from mlckit.ir.module import IRModule
 from mlckit.ir.name_supply import sanitize
 from mlckit.ir.transform import Pass
@@ -279,13 +280,15 @@ def kernel_signature(func: PrimFunc) -> tuple[ParamSpec, ...]:
 def compile_kernel(func: PrimFunc, name: str, target: Target) -> Kernel:
     """Generate ``func``'s kernel for ``target`` and load it: compiled by numba (through the
     on-disk cache) or, for the ``python`` target, executed in memory."""
-    source, generated = kernel_source(func, name, target)
+    with build_step("build.kernel_source"):
+        source, generated = kernel_source(func, name, target)
     signature = kernel_signature(func)
     if _CODEGENS[target.kind.codegen].in_memory:
         compiled = _exec_in_memory(source, generated.name)
         return Kernel(name, source, target, compiled, generated, signature=signature)
     numba_cpu = target.kind.codegen == "numba"
-    with kernel_compilation() if numba_cpu else contextlib.nullcontext():
+    compiling = kernel_compilation() if numba_cpu else contextlib.nullcontext()
+    with build_step(f"build.compile ({target.kind.codegen})"), compiling:
         directory = cache_dir() / "kernels"
         try:
             path = _cached_file(directory, source, target)

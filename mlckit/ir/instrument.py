@@ -8,16 +8,57 @@
 
 ``PassTracer`` is what the pass stepper widget replays; ``PrintBeforeAll`` / ``PrintAfterAll``
 print the module around each pass; ``PassTimingInstrument`` tabulates the time per pass.
+
+A build does more than run passes: it schedules each kernel, lowers it, writes its code and
+has numba compile it. Those steps report themselves with ``build_step(name)`` to every
+instrument of the current PassContext that defines ``record_build_step(name, seconds)``, so
+that one ``PassTimingInstrument`` around ``relax.build`` shows where a whole build goes::
+
+    timing = PassTimingInstrument()
+    with PassContext(instruments=[timing]):
+        ex = relax.build(relax.get_pipeline("default")(mod), "llvm")
+    print(timing.render())
+    # pass or build step               runs   time (ms)
+    # build.numba_compile                11    8641.2
+    # relax.pipeline.default              1     225.5
+    # build.kernel_source                11     291.0
+    # ...
+
+A step inside a pass (FoldConstant compiles kernels) counts in both rows, as a pass inside a
+Sequential counts in the Sequential's row.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .module import IRModule
 from .structural import structural_equal
-from .transform import PassInfo, pass_instrument
+from .transform import PassContext, PassInfo, pass_instrument
+
+
+@contextlib.contextmanager
+def build_step(name: str) -> Iterator[None]:
+    """Time the block as the build step ``name`` for the current PassContext's instruments
+    that record build steps (nothing is timed when none does)."""
+    recorders = [
+        i.record_build_step
+        for i in PassContext.current().instruments
+        if hasattr(i, "record_build_step")
+    ]
+    if not recorders:
+        yield
+        return
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        elapsed = time.perf_counter() - start
+        for record in recorders:
+            record(name, elapsed)
 
 
 @dataclass(frozen=True)
@@ -87,22 +128,27 @@ class PrintAfterAll:
 @pass_instrument
 @dataclass
 class PassTimingInstrument:
-    """Time every pass; ``render()`` gives a table, slowest first."""
+    """Time every pass and build step (``build_step``); ``timings`` sums the seconds by name,
+    ``runs`` counts them, ``render()`` gives a table, slowest first."""
 
     timings: dict[str, float] = field(default_factory=dict)
+    runs: dict[str, int] = field(default_factory=dict)
     _starts: list[float] = field(default_factory=list)
 
     def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
         self._starts.append(time.perf_counter())
 
     def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
-        elapsed = time.perf_counter() - self._starts.pop()
-        self.timings[info.name] = self.timings.get(info.name, 0.0) + elapsed
+        self.record_build_step(info.name, time.perf_counter() - self._starts.pop())
+
+    def record_build_step(self, name: str, seconds: float) -> None:
+        self.timings[name] = self.timings.get(name, 0.0) + seconds
+        self.runs[name] = self.runs.get(name, 0) + 1
 
     def render(self) -> str:
-        rows = [f"{'pass':<32}{'time (ms)':>12}"]
+        rows = [f"{'pass or build step':<40}{'runs':>6}{'time (ms)':>12}"]
         for name, seconds in sorted(self.timings.items(), key=lambda kv: -kv[1]):
-            rows.append(f"{name:<32}{seconds * 1e3:>12.3f}")
+            rows.append(f"{name:<40}{self.runs[name]:>6}{seconds * 1e3:>12.3f}")
         return "\n".join(rows)
 
 
@@ -112,5 +158,6 @@ __all__ = [
     "PassTracer",
     "PrintAfterAll",
     "PrintBeforeAll",
+    "build_step",
     "pass_instrument",
 ]

@@ -250,6 +250,7 @@ def pass_instrument(cls: type) -> type:
     """Mark a class as a pass instrument (TVM's ``tvm.instrument.pass_instrument``).
 
     Instruments are duck-typed: any of ``enter_pass_ctx``, ``exit_pass_ctx``, ``should_run``,
-    ``run_before_pass`` and ``run_after_pass`` that the class defines is called.
+    ``run_before_pass`` and ``run_after_pass`` that the class defines is called, and
+    ``record_build_step`` for the build's steps that are not passes (``instrument.build_step``).
     """
     return cls

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from mlckit.errors import MLCError, ScheduleError
+from mlckit.ir.instrument import build_step
 from mlckit.ir.module import IRModule
 
 from ..expr import PrimExpr
@@ -441,7 +442,8 @@ class Schedule(ScheduleState):
         saved_rng = self._rng.getstate()
         self._decision: Any = None  # what a sampling step drew (set by _decided)
         try:
-            result = body(self, *args, **kwargs)
+            with build_step(f"schedule.{kind}"):
+                result = body(self, *args, **kwargs)
         except ScheduleError as err:
             self._restore(saved_mod, saved_func, saved_rng)
             if not str(err).startswith(f"{kind}:"):
