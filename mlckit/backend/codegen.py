@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from mlckit.arith import simplify
 from mlckit.errors import BuildError
 from mlckit.ir.dtype import INT_DTYPES, UINT_DTYPES, bits, is_float, is_int
 from mlckit.ir.name_supply import NameSupply
@@ -642,7 +643,7 @@ class PythonCodegen(PrimExprPrinter):
             end = self._expr(node.extent)
             text = end.text
         else:
-            end = self._expr(E.Add(node.min, node.extent))
+            end = self._expr(simplify(E.Add(node.min, node.extent)))
             text = f"{begin.text}, {end.text}"
         if begin.bounds is not None and end.bounds is not None:
             bounds = (begin.bounds[0], max(begin.bounds[0], end.bounds[1] - 1))

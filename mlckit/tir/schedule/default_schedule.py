@@ -5,10 +5,15 @@ recognizes it, applies a fixed recipe of schedule primitives:
 
 * **inline**: an elementwise block writing an intermediate buffer is inlined into its
   consumers (``Z = Y + b; R = max(Z, 0)`` becomes ``R = max(Y + b, 0)``): one pass, no buffer.
+  Padding read by a convolution stays a block of its own (its bounds test would otherwise
+  run for every multiply-add).
 * **matmul** (``C[.., i, j] += A[.., i, k] * B[.., k, j]``, B contiguous along j): tiles of
   (16, 64, 4), the reduction loop outside the contiguous loop j (i-k-j order in a tile), an
   accumulator tile (``cache_write`` to "local", which buffer compaction allocates inside the
-  tile loop), ``parallel`` on the fused outer tile loops, ``vectorize`` on j.
+  tile loop) whose write-back also computes the elementwise epilogue, ``parallel`` on the
+  fused outer tile loops, ``vectorize`` on j. A dynamic row count (a batch) is split by 16
+  too: the split's guard on the last tile is removed from the full tiles by LoopPartition
+  at build time.
 * **dense** (``C[i, j] += A[i, k] * B[j, k]``, both inputs contiguous along k): a 2x8 block of
   dot products (1x8 when the row count is dynamic; one at a time when nothing can be tiled
   or the work is too small for threads) accumulated in a local tile while k runs innermost;
@@ -16,6 +21,14 @@ recognizes it, applies a fixed recipe of schedule primitives:
   elementwise epilogue (bias, activation) folded into the tile's write-back. Vectorizing a
   float sum reorders its additions, so this rule annotates the block "fastmath" (recorded in
   the trace like any annotation), which compiles its kernel with numba's fastmath.
+* **sliding window** (a convolution, ``Out[n, f, y, x] += D[n, c, y + ry, x + rx] *
+  W[f, c, ry, rx]``: the output's contiguous axis x indexes the data and not the weights,
+  an axis f the weights and not the data): a register tile of 4 output channels by a row of
+  x (up to 64 columns, else a factor of it) accumulated over every reduction loop, the row
+  vectorized (D is contiguous along x), the channels unrolled (W's value a broadcast
+  scalar), the epilogue (bias, batch norm, relu, residual add) folded into the tile's
+  write-back, parallel over the outer loops. For a 32-channel 3x3 convolution at 28x28 this
+  runs about 50x faster than the plain loop nest, on a par with torch's.
 * **elementwise**: the last (contiguous) loop split by a vector width and ``vectorize``d, the
   loops outside it fused and run in ``parallel``.
 * **row reduction** (the reduction loops innermost): ``parallel`` on the fused spatial loops.
@@ -54,6 +67,10 @@ MATMUL_TILES = {"i": (16, 8, 4, 2), "j": (64, 32, 16, 8, 4), "k": (4, 2)}
 # extent), one vector accumulator each: 2x8 ran the 64x128x784 dense 1.3x faster than 2x4
 # here (AVX-512: 32 vector registers); 1x16 ran 2x slower than 1x8.
 DENSE_TILES = {"i": (2,), "j": (8, 4, 2)}
+# Output channels x output columns of a convolution's register tile: a row of up to 64
+# columns (four AVX-512 vectors) kept whole, or split by the first factor that divides it;
+# 4 channels ran a 32-channel 3x3 convolution at 28x28 as fast as 8 and 2x faster than 16.
+WINDOW_TILES = {"f": (4, 2), "x": (64, 32, 16, 8)}
 
 Rule = Callable[[Schedule, BlockRV], bool]
 
@@ -189,16 +206,48 @@ def _split(sch: Schedule, loop: LoopRV, factor: int | None) -> tuple[LoopRV | No
 # ---------------------------------------------------------------------- the rules
 def inline_elementwise(sch: Schedule, block: BlockRV) -> bool:
     """Inline a spatial block that writes an intermediate buffer into its consumers."""
+    return _inline_elementwise(sch, block, keep_padding=False)
+
+
+def inline_elementwise_but_padding(sch: Schedule, block: BlockRV) -> bool:
+    """``inline_elementwise``, except a block with a condition (padding) read by a reduction:
+    inlined into a convolution, its bounds test would run for every multiply-add and keep
+    the inner loop from vectorizing, so it stays a loop nest of its own. (On a GPU, one
+    kernel launch saved is worth more: its schedule inlines padding too.)"""
+    return _inline_elementwise(sch, block, keep_padding=True)
+
+
+def _inline_elementwise(sch: Schedule, block: BlockRV, keep_padding: bool) -> bool:
     realize = sch.block_realize(block)
     store = realize.block.body
     if not _is_spatial(realize.block) or not isinstance(store, S.BufferStore):
         return False
     if any(store.buffer is buf for buf in sch.func.buffer_map.values()):
         return False  # a function output stays
-    if not sch.get_consumers(block):
+    consumers = sch.get_consumers(block)
+    if not consumers:
+        return False
+    if (
+        keep_padding
+        and _has_condition(store.value)
+        and any(not _is_spatial(sch.block_realize(c).block) for c in consumers)
+    ):
         return False
     sch.compute_inline(block)
     return True
+
+
+def _has_condition(value: E.PrimExpr) -> bool:
+    found: list[E.PrimExpr] = []
+
+    def visit(node: object) -> None:
+        if isinstance(node, E.Select) or (
+            isinstance(node, E.Call) and node.op.name == "tir.if_then_else"
+        ):
+            found.append(node)
+
+    post_order_visit(value, visit)
+    return bool(found)
 
 
 def schedule_matmul(sch: Schedule, block: BlockRV) -> bool:
@@ -213,7 +262,11 @@ def schedule_matmul(sch: Schedule, block: BlockRV) -> bool:
     if k != len(nest.loops) - 1 or (i, j) != (k - 2, k - 1):
         return False
     outer = nest.loop_rvs[:i]
-    i0, i1 = _split(sch, nest.loop_rvs[i], _factor(nest.extent(i), MATMUL_TILES["i"]))
+    # A dynamic row count (a batch size) is tiled like a static one: the last tile's rows
+    # past the end are skipped by the split's predicate, a test once per row outside the
+    # vectorized j loop.
+    rows = MATMUL_TILES["i"][0] if nest.extent(i) is None else None
+    i0, i1 = _split(sch, nest.loop_rvs[i], rows or _factor(nest.extent(i), MATMUL_TILES["i"]))
     j0, j1 = _split(sch, nest.loop_rvs[j], _factor(nest.extent(j), MATMUL_TILES["j"]))
     k0, k1 = _split(sch, nest.loop_rvs[k], _factor(nest.extent(k), MATMUL_TILES["k"]))
     tiles = [rv for rv in (*outer, i0, j0) if rv is not None]
@@ -222,7 +275,11 @@ def schedule_matmul(sch: Schedule, block: BlockRV) -> bool:
     if tiles:
         accumulator = sch.cache_write(block, 0, "local")
         sch.reverse_compute_at(accumulator, tiles[-1])
-    _parallel(sch, tiles, nest.known_work())
+        _inline_epilogue(sch, accumulator)
+    # The row tiles of a dynamic row count run in parallel on their own: fused with other
+    # loops, the tile's guard would not be linear in the parallel loop, and LoopPartition
+    # could not run the full tiles without it.
+    _parallel(sch, (outer or [i0]) if rows else tiles, nest.known_work())
     sch.vectorize(j1)
     sch.decompose_reduction(block, k0 if k0 is not None else k1)
     return True
@@ -265,6 +322,85 @@ def schedule_dense(sch: Schedule, block: BlockRV) -> bool:
     sch.annotate(block, "fastmath", True)
     sch.decompose_reduction(block, nest.loop_rvs[k])
     return True
+
+
+def schedule_sliding_window(sch: Schedule, block: BlockRV) -> bool:
+    """A register tile of (F output channels) x (a row of X outputs) accumulated over all
+    reduction loops, the row vectorized, the channel tile unrolled, parallel outer."""
+    nest = _nest(sch, block)
+    if nest is None:
+        return False
+    window = _sliding_window(nest)
+    if window is None:
+        return False
+    f, x = window
+    x_extent = nest.extent(x)
+    if x_extent is None:
+        return False
+    f0, f1 = _split(sch, nest.loop_rvs[f], _factor(nest.extent(f), WINDOW_TILES["f"]))
+    x0, x1 = _split(
+        sch,
+        nest.loop_rvs[x],
+        None if x_extent <= WINDOW_TILES["x"][0] else _factor(x_extent, WINDOW_TILES["x"]),
+    )
+    reductions = [nest.loop_rvs[n] for n in _reduction_loops(nest)]
+    # Without a channel factor the channel loop stays outside, whole; the row is always the
+    # innermost loop, split when it is long.
+    outer_of = {f: f0 if f0 is not None else f1, x: x0}
+    spatial = nest.loop_rvs[: len(nest.loops) - len(reductions)]
+    tiles = [outer_of.get(n, rv) for n, rv in enumerate(spatial)]
+    tiles = [rv for rv in tiles if rv is not None]
+    inner = [f1, x1] if f0 is not None else [x1]
+    sch.reorder(*tiles, *reductions, *inner)
+    accumulator = sch.cache_write(block, 0, "local")
+    sch.reverse_compute_at(accumulator, tiles[-1])
+    _inline_epilogue(sch, accumulator)
+    _parallel(sch, _static_below_first(sch, tiles), nest.known_work())
+    if f0 is not None:
+        sch.unroll(f1)
+    sch.vectorize(x1)
+    sch.decompose_reduction(block, reductions[0])
+    return True
+
+
+def _reduction_loops(nest: _Nest) -> list[int]:
+    return sorted(nest.loop_of[id(v)] for v in _reduce_vars(nest.block))
+
+
+def _sliding_window(nest: _Nest) -> tuple[int, int] | None:
+    """(f, x) loop positions of a convolution-like reduction ``Out[.., f, .., x] += D[..] *
+    W[..]``: the spatial loops in the output's index order, then the reductions; ``x``, the
+    output's contiguous axis, indexes the data ``D`` and not the weights ``W``; ``f`` indexes
+    the weights and not the data (a convolution's output channel, a matmul's row)."""
+    block = nest.block
+    store = block.body
+    if not isinstance(store, S.BufferStore) or block.init is None or not _reduce_vars(block):
+        return None
+    out = _var_indices(store)
+    reductions = _reduction_loops(nest)
+    if out is None or len(out) < 2 or len(out) + len(reductions) != len(nest.loops):
+        return None
+    if [nest.loop_of[v] for v in out] != list(range(len(out))) or reductions[0] != len(out):
+        return None
+    inputs = [load for load in _loads(store.value) if load.buffer is not store.buffer]
+    if len(inputs) != 2:
+        return None
+    x = out[-1]
+    for data, weights in (inputs, inputs[::-1]):
+        data_vars, weight_vars = _index_vars(data), _index_vars(weights)
+        if x not in data_vars or x in weight_vars:
+            continue
+        channels = [v for v in out[:-1] if v in weight_vars and v not in data_vars]
+        if channels:
+            return nest.loop_of[channels[-1]], nest.loop_of[x]
+    return None
+
+
+def _index_vars(load: E.BufferLoad) -> set[int]:
+    found: set[int] = set()
+    for index in load.indices:
+        post_order_visit(index, lambda n: found.add(id(n)) if isinstance(n, E.Var) else None)
+    return found
 
 
 def dot_product_tile(
@@ -355,10 +491,11 @@ def _parallel(sch: Schedule, loops: Sequence[LoopRV], work: int) -> None:
     sch.parallel(fused)
 
 
-INLINE_RULES: list[Rule] = [inline_elementwise]
+INLINE_RULES: list[Rule] = [inline_elementwise_but_padding]
 LOOP_RULES: list[Rule] = [
     schedule_matmul,
     schedule_dense,
+    schedule_sliding_window,
     schedule_row_reduction,
     schedule_elementwise,
 ]
@@ -427,10 +564,12 @@ __all__ = [
     "default_schedule",
     "dot_product_tile",
     "inline_elementwise",
+    "inline_elementwise_but_padding",
     "schedule_dense",
     "schedule_elementwise",
     "schedule_for_cpu",
     "schedule_matmul",
     "schedule_prim_func",
     "schedule_row_reduction",
+    "schedule_sliding_window",
 ]

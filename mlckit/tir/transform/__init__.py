@@ -13,6 +13,7 @@ from mlckit.ir.module import BaseFunc, IRModule
 from ..function import PrimFunc
 from ..schedule.default_gpu_schedule import DefaultGPUSchedule
 from .compact_buffer_allocation import compact_buffer_allocation
+from .loop_partition import loop_partition
 from .verify_bindings import verify_block_bindings
 from .verify_bounds import OutOfBoundsError, verify_buffer_bounds
 
@@ -20,9 +21,10 @@ from .verify_bounds import OutOfBoundsError, verify_buffer_bounds
 def lower_prim_func(func: PrimFunc) -> PrimFunc:
     """The lowering the backend applies before generating code, for every target and every
     build path: checks (bindings, then every access against its buffer's shape, adding
-    run-time checks where only the run time can tell), then buffer compaction."""
+    run-time checks where only the run time can tell), then buffer compaction and loop
+    partitioning."""
     verify_block_bindings(func)
-    return compact_buffer_allocation(verify_buffer_bounds(func))
+    return loop_partition(compact_buffer_allocation(verify_buffer_bounds(func)))
 
 
 def CompactBufferAllocation() -> _transform.Pass:
@@ -39,6 +41,7 @@ __all__ = [
     "DefaultGPUSchedule",
     "OutOfBoundsError",
     "compact_buffer_allocation",
+    "loop_partition",
     "lower_prim_func",
     "verify_block_bindings",
     "verify_buffer_bounds",

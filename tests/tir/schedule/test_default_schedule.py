@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import mlckit
-from mlckit import relax, te
+from mlckit import relax, te, topi
 from mlckit.backend.kernel import wants_fastmath
 from mlckit.datasets import mlp_params
 from mlckit.demo import mlp_script
@@ -77,6 +77,60 @@ def test_matmul_rule() -> None:
     assert "C_local = np.empty((16, 64), dtype=np.float32)" in text
     # The sum keeps its order: no "fastmath" annotation, only fused multiply-adds.
     assert not wants_fastmath(func) and "reassoc" not in text
+
+
+def test_matmul_rule_tiles_a_dynamic_row_count() -> None:
+    n = te.var("n", "int64")
+    func = default_schedule(matmul(n, 256, 64, transposed_b=False))
+    text = source(func)
+    # Row tiles of 16 in parallel; LoopPartition runs the full tiles without the guard and
+    # the last, partial tile with it.
+    assert "prange(n // 16)" in text and "prange(n // 16, (n + 15) // 16)" in text
+    assert text.count("< n:") == 3  # init, update and write-back of the partial tile only
+    assert "C_local = np.empty((16, 64), dtype=np.float32)" in text
+    for rows in (1, 16, 37):
+        a, b, c = call(func, (rows, 64), (64, 256), (rows, 256), target="llvm")
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def conv2d_bias_relu(channels: int, width: int, kernel: int, padding: int) -> PrimFunc:
+    x = te.placeholder((2, 3, width, width), "float32", name="x")
+    w = te.placeholder((channels, 3, kernel, kernel), "float32", name="w")
+    b = te.placeholder((channels,), "float32", name="b")
+    y = topi.nn.conv2d_nchw(x, w, 1, padding, 1)
+    z = te.compute(y.shape, lambda n, f, i, j: te.max(y[n, f, i, j] + b[f], 0.0), name="Z")
+    return te.create_prim_func([x, w, b, z])
+
+
+@pytest.mark.parametrize(
+    ("channels", "width", "kernel", "padding"), [(8, 12, 3, 1), (6, 9, 3, 0), (5, 70, 1, 0)]
+)
+def test_sliding_window_rule(channels: int, width: int, kernel: int, padding: int) -> None:
+    func = default_schedule(conv2d_bias_relu(channels, width, kernel, padding))
+    blocks = [r.block.name_hint for r in Schedule.walk_blocks(func.body)]
+    # The padding stays its own nest; bias and relu are computed in the tile's write-back.
+    assert ("pad_temp" in blocks) == (padding > 0) and "Z" not in blocks
+    assert loop_kinds(func) >= {S.ForKind.VECTORIZED}
+    text = source(func)
+    out = width + 2 * padding - kernel + 1
+    # 4 channels, else 2, else one at a time; a row of more than 64 columns is split by the
+    # first of 32, 16, 8 that divides it, or kept whole.
+    tile = 4 if channels % 4 == 0 else (2 if channels % 2 == 0 else 1)
+    row = out
+    assert f"conv2d_nchw_local = np.empty((1, {tile}, 1, {row})" in text
+    x, w, b, z = call(
+        func,
+        (2, 3, width, width),
+        (channels, 3, kernel, kernel),
+        (channels,),
+        (2, channels, out, out),
+        target="llvm",
+    )
+    padded = np.pad(x, [(0, 0), (0, 0), (padding, padding), (padding, padding)])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (kernel, kernel), axis=(2, 3))
+    expected = np.einsum("ncyxij,fcij->nfyx", windows, w)
+    expected = np.maximum(expected + b[None, :, None, None], 0)
+    np.testing.assert_allclose(z, expected, rtol=1e-4, atol=1e-4)
 
 
 def test_dense_rule_uses_fastmath_dot_products() -> None:
