@@ -57,7 +57,9 @@ class _ConstantFolder(ExprMutator):
         super().__init__(mod)
         self.mod = mod
         self.in_dataflow = False
-        self.kernels: dict[int, Any] = {}
+        # Keyed by the function itself, which keeps it alive: an id() could be reused by a
+        # later function once a legalization's temporary one is gone.
+        self.kernels: dict[PrimFunc, Any] = {}
 
     # ------------------------------------------------------------------ bindings
     def visit_dataflow_block_(self, block: DataflowBlock) -> BindingBlock:
@@ -145,10 +147,10 @@ class _ConstantFolder(ExprMutator):
         return constants[0] if len(constants) == 1 else Tuple(constants)
 
     def _kernel(self, name: str, func: PrimFunc) -> Any:
-        kernel = self.kernels.get(id(func))
+        kernel = self.kernels.get(func)
         if kernel is None:
             kernel = build_kernels(IRModule({name: func}), PYTHON)[name]
-            self.kernels[id(func)] = kernel
+            self.kernels[func] = kernel
         return kernel
 
 

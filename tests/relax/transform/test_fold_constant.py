@@ -136,3 +136,21 @@ def test_operators_with_constant_arguments_fold_through_flegalize(
     np.testing.assert_array_equal(block.bindings[0].value.args[1].data.numpy(), -C0)
     assert list(after.functions) == list(before.functions)  # the kernel is not added
     assert_structural_equal(block, expected["main"].body.blocks[0])
+
+
+def test_a_chain_of_operators_on_constants_folds_to_one_constant():
+    # Each step is legalized to a kernel of its own, in a module dropped after the call (the
+    # kernels it runs are kept by function, not by id(): a gone function's id is reused).
+    value, expected = relax.const(C0), C0
+    bb = relax.BlockBuilder()
+    with bb.function("main", []):
+        with bb.dataflow():
+            for k in range(1, 9):
+                operand = np.full((4,) if k % 2 else (4, 1), k, "float32")
+                value = bb.emit(relax.op.multiply(value, relax.const(operand)))
+                value = bb.emit(relax.op.add(value, relax.const(float(k), "float32")))
+                expected = expected * operand + k
+            gv = bb.emit_output(value)
+        bb.emit_func_output(gv)
+    result = FoldConstant()(bb.get())["main"].body.body
+    np.testing.assert_allclose(result.data.numpy(), expected, rtol=1e-6)
