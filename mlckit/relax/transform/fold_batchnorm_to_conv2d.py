@@ -27,16 +27,23 @@ activation that follows. With one channel, ``W = 0.5`` (a 1x1 kernel), ``gamma =
 ``shift = 1 - 2 * 2 = -3``, ``w = 1``; for ``x = 4`` the original computes
 ``conv = 2``, ``(2 - 2) / 3 * 6 + 1 = 1`` and the folded one ``4 * 1 - 3 = 1``.
 
+A convolution with a bias (``lv = conv2d(x, W) + b``, as torch's ``Conv2d(bias=True)`` is
+imported) folds the same way, its bias scaled too: the batch norm of ``z + b`` is
+``z * scale + (b * scale + shift)``.
+
 A batch norm is folded when all of these hold, and is otherwise left as it is:
 
 =============================  ================================================================
 ``training=False``             training normalizes with the batch's own statistics
-its data is bound to a         another producer has no weight to scale
-``relax.nn.conv2d``
-the weight and the four        the new weight and bias must be computable at build
-statistics are constants       (BindParams first binds a model's weights)
-the convolution's result has   otherwise the convolution would run twice, once without
-no other use                   the batch norm
+its data is ``conv2d(x, W)``   another producer has no weight to scale; a bias varying along
+or ``conv2d(x, W) + b``, ``b`` another axis is not a per-channel shift
+one value per channel
+``W``, ``b`` and the four      the new weight and bias must be computable at build
+statistics are constants or    (BindParams first binds a model's weights)
+computed from constants only
+the convolution's result (and  otherwise the convolution would run twice, once without
+its sum with ``b``) has no     the batch norm
+other use
 a float weight, ``out_dtype``  an integer convolution cannot take a fractional scale
 its own dtype
 ``axis`` is the output's       a batch norm over another axis is not a per-channel scale of
@@ -55,16 +62,36 @@ from typing import Any, cast
 
 from mlckit.ir import transform
 from mlckit.ir.dtype import is_float
-from mlckit.ir.module import IRModule
+from mlckit.ir.module import GlobalVar, IRModule
 from mlckit.ir.op import Op
 
 from .. import op as R
-from ..analysis.analysis import used_vars
-from ..expr import Call, Constant, Expr, Function, SeqExpr, Tuple, Var, VarBinding, const
+from ..analysis.analysis import remove_all_unused, used_vars
+from ..expr import (
+    Call,
+    Constant,
+    DataTypeImm,
+    Expr,
+    Function,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    StringImm,
+    Tuple,
+    Var,
+    VarBinding,
+    const,
+)
 from ..expr_functor import ExprMutator, ExprVisitor
+from ..struct_info import TensorStructInfo
+from ..utils import const_int
 
 _CONV2D = Op.get("relax.nn.conv2d")
+_ADD = Op.get("relax.add")
 _BATCH_NORM = Op.get("relax.nn.batch_norm")
+# What an expression computed from constants may read besides them: compile-time values and
+# the kernels of call_tir.
+_STATIC_LEAVES = (Constant, PrimValue, ShapeExpr, StringImm, DataTypeImm, GlobalVar)
 
 
 class _UseCounter(ExprVisitor):
@@ -87,61 +114,115 @@ class _Folder(ExprMutator):
         super().__init__(mod)
         self.uses = uses
 
-    def _constant(self, expr: Expr) -> Constant | None:
+    def _from_constants(self, expr: Expr) -> bool:
+        """Whether ``expr`` is a constant or computed by operators from constants only."""
+        if isinstance(expr, _STATIC_LEAVES):
+            return True
         if isinstance(expr, Var):
-            expr = self.lookup_binding(expr)  # type: ignore[assignment]
-        return expr if isinstance(expr, Constant) else None
+            value = self.lookup_binding(expr)
+            return value is not None and self._from_constants(value)
+        if isinstance(expr, Tuple):
+            return all(self._from_constants(f) for f in expr.fields)
+        return (
+            isinstance(expr, Call)
+            and isinstance(expr.op, Op)
+            and all(self._from_constants(a) for a in expr.args)
+        )
 
-    def _conv2d_to_fold(self, norm: Call) -> Call | None:
-        """The convolution ``norm`` may be folded into (the conditions of the docstring)."""
-        data, attrs = norm.args[0], cast(Any, norm.attrs)
-        if attrs["training"] or not isinstance(data, Var) or self.uses[data] != 1:
+    def _bound_once(self, var: Expr, op: Op) -> Call | None:
+        """The call of ``op`` that ``var`` is bound to, when nothing else reads ``var``."""
+        if not isinstance(var, Var) or self.uses[var] != 1:
             return None
-        conv = self.lookup_binding(data)
-        if not (isinstance(conv, Call) and conv.op is _CONV2D):
+        value = self.lookup_binding(var)
+        return value if isinstance(value, Call) and value.op is op else None
+
+    def _conv_and_bias(self, data: Expr) -> tuple[Call, Expr | None] | None:
+        """``data``'s convolution and the bias added to it (None without)."""
+        conv = self._bound_once(data, _CONV2D)
+        if conv is not None:
+            return conv, None
+        biased = self._bound_once(data, _ADD)
+        if biased is None:
             return None
-        weight = self._constant(conv.args[1])
-        if weight is None or any(self._constant(a) is None for a in norm.args[1:]):
+        lhs, rhs = biased.args
+        for operand, bias in ((lhs, rhs), (rhs, lhs)):
+            conv = self._bound_once(operand, _CONV2D)
+            if conv is not None:
+                return conv, bias
+        return None
+
+    def _match(self, norm: Call) -> tuple[Call, Expr | None] | None:
+        """The convolution ``norm`` folds into and its bias (the docstring's conditions)."""
+        attrs = cast(Any, norm.attrs)
+        if attrs["training"] or not all(self._from_constants(a) for a in norm.args[1:]):
+            return None
+        found = self._conv_and_bias(norm.args[0])
+        if found is None:
+            return None
+        conv, bias = found
+        if not self._from_constants(conv.args[1]):
             return None
         conv_attrs = cast(Any, conv.attrs)
-        dtype = weight.data.dtype
-        if not is_float(dtype) or conv_attrs["out_dtype"] not in ("void", dtype):
-            return None
         out_layout = conv_attrs["out_layout"]
-        if attrs["axis"] % len(out_layout) != out_layout.index("C"):
+        channel = out_layout.index("C")
+        dtype = conv.args[1].struct_info.dtype  # type: ignore[attr-defined]
+        if (
+            not is_float(dtype)
+            or conv_attrs["out_dtype"] not in ("void", dtype)
+            or attrs["axis"] % len(out_layout) != channel
+        ):
             return None
-        return conv
+        if bias is not None and not (
+            self._from_constants(bias) and _per_channel(bias, len(out_layout), channel)
+        ):
+            return None
+        return conv, bias
 
     def visit_call_(self, op: Call) -> Expr:
         call = self.visit_expr_post_order(op)
         if not (isinstance(call, Call) and call.op is _BATCH_NORM):
             return call
-        conv = self._conv2d_to_fold(call)
-        return call if conv is None else self._fold(call, conv)
+        match = self._match(call)
+        return call if match is None else self._fold(call, *match)
 
-    def _fold(self, norm: Call, conv: Call) -> Expr:
+    def _fold(self, norm: Call, conv: Call, conv_bias: Expr | None) -> Expr:
         """Emit the rewrite of the module docstring; returns the tuple batch_norm returned."""
         emit = self.builder_.emit
         attrs, conv_attrs = cast(Any, norm.attrs), cast(Any, conv.attrs)
         _, gamma, beta, mean, var = norm.args
-        weight = cast(Constant, self._constant(conv.args[1]))
-        dtype = weight.data.dtype
+        data, weight = conv.args
+        dtype = weight.struct_info.dtype  # type: ignore[attr-defined]
         std = emit(R.sqrt(R.add(var, const(attrs["epsilon"], dtype))))
         scale = emit(R.divide(gamma, std) if attrs["scale"] else R.divide(const(1.0, dtype), std))
         shift = emit(R.negative(R.multiply(mean, scale)))
         if attrs["center"]:
             shift = emit(R.add(shift, beta))
-        kernel_layout = conv_attrs["kernel_layout"]
-        channels = weight.data.shape[kernel_layout.index("O")]
-        w = emit(R.multiply(weight, R.reshape(scale, _along(kernel_layout, "O", channels))))
-        out = emit(Call(_CONV2D, [conv.args[0], w], conv.attrs))
-        bias = emit(R.reshape(shift, _along(conv_attrs["out_layout"], "C", channels)))
+        kernel_layout, out_layout = conv_attrs["kernel_layout"], conv_attrs["out_layout"]
+        w = emit(R.multiply(weight, R.reshape(scale, _along(kernel_layout, "O"))))
+        out = emit(Call(_CONV2D, [data, w], conv.attrs))
+        bias = emit(R.reshape(shift, _along(out_layout, "C")))
+        if conv_bias is not None:
+            channel_scale = emit(R.reshape(scale, _along(out_layout, "C")))
+            bias = emit(R.add(bias, emit(R.multiply(conv_bias, channel_scale))))
         return Tuple([emit(R.add(out, bias)), mean, var])
 
 
-def _along(layout: str, axis: str, extent: int) -> list[int]:
-    """The shape that broadcasts a vector of ``extent`` along ``axis`` of ``layout``."""
-    return [extent if name == axis else 1 for name in layout]
+def _per_channel(bias: Expr, ndim: int, channel: int) -> bool:
+    """Whether ``bias``, broadcast to a tensor of ``ndim`` dims, varies only along ``channel``
+    (a shape such as ``(1, C, 1, 1)``, ``(C, 1, 1)`` or ``()`` in NCHW)."""
+    sinfo = bias.struct_info_
+    dims = sinfo.shape_values if isinstance(sinfo, TensorStructInfo) else None
+    if dims is None or len(dims) > ndim:
+        return False
+    return all(
+        axis == channel or const_int(dim) == 1
+        for axis, dim in zip(range(ndim - len(dims), ndim), dims)
+    )
+
+
+def _along(layout: str, axis: str) -> list[int]:
+    """The shape that broadcasts a vector along ``axis`` of ``layout``: ``(1, -1, 1, 1)``."""
+    return [-1 if name == axis else 1 for name in layout]
 
 
 def FoldBatchnormToConv2D() -> transform.Pass:
@@ -154,8 +235,11 @@ def FoldBatchnormToConv2D() -> transform.Pass:
             if isinstance(func, Function):
                 counter = _UseCounter()
                 counter.visit_expr(func)
-                folder = _Folder(mod, counter.uses)
-                mod.update_func(gv, folder.visit_expr(func))
+                folded = _Folder(mod, counter.uses).visit_expr(func)
+                if folded is not func:
+                    # The replaced convolution (and its bias) go now, before anything
+                    # lowers them.
+                    mod.update_func(gv, remove_all_unused(folded))
         return mod
 
     return fold_batchnorm_to_conv2d

@@ -4,7 +4,6 @@ fuses with its bias, activation and residual add, and no kernel runs on constant
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -48,8 +47,11 @@ def _conv_bn_relu(
     scale: bool = True,
     weight_as_param: bool = False,
     conv_also_returned: bool = False,
+    conv_bias: np.ndarray | None = None,
+    bias_first: bool = False,
 ) -> mlckit.IRModule:
-    """``main(x) = relu(batch_norm(conv2d(x, weight))[0])``, its parameters constants."""
+    """``main(x) = relu(batch_norm(conv2d(x, weight) [+ conv_bias])[0])``, its parameters
+    constants."""
     x = relax.Var("x", relax.TensorStructInfo((1, C, HW, HW), "float32"))
     w = relax.Var("w", relax.TensorStructInfo(weight.shape, "float32"))
     params = [x, w] if weight_as_param else [x]
@@ -61,9 +63,13 @@ def _conv_bn_relu(
                     x, w if weight_as_param else relax.const(weight), padding=1, groups=groups
                 )
             )
+            data = conv
+            if conv_bias is not None:
+                operands = (relax.const(conv_bias), conv)
+                data = bb.emit(op.add(*(operands if bias_first else reversed(operands))))
             norm = bb.emit(
                 op.nn.batch_norm(
-                    conv,
+                    data,
                     *(relax.const(stats[k]) for k in ("gamma", "beta", "mean", "var")),
                     axis=axis,
                     epsilon=1e-3,
@@ -116,14 +122,23 @@ def test_the_folded_weight_and_bias_are_constants_of_the_formula():
     np.testing.assert_allclose(add.args[1].data.numpy(), shift[None, :, None, None], 1e-6, 1e-6)
 
 
-@pytest.mark.parametrize(
-    "groups, center, scale",
-    [(1, True, True), (2, True, True), (1, False, True), (1, True, False)],
-    ids=["plain", "grouped", "no-center", "no-scale"],
-)
-def test_folding_computes_what_the_batch_norm_did(groups: int, center: bool, scale: bool):
-    weight = rng.standard_normal((C, C // groups, 3, 3)).astype("float32")
-    mod = _conv_bn_relu(weight, _statistics(), groups=groups, center=center, scale=scale)
+FOLDED: dict[str, dict[str, Any]] = {
+    "plain": {},
+    "grouped": {"groups": 2},
+    "no center": {"center": False},
+    "no scale": {"scale": False},
+    "conv bias": {"conv_bias": rng.standard_normal((1, C, 1, 1)).astype("float32")},
+    "bias first": {
+        "conv_bias": rng.standard_normal((C, 1, 1)).astype("float32"),
+        "bias_first": True,
+    },
+}
+
+
+@pytest.mark.parametrize("options", FOLDED.values(), ids=FOLDED.keys())
+def test_folding_computes_what_the_batch_norm_did(options: dict[str, Any]):
+    weight = rng.standard_normal((C, C // options.get("groups", 1), 3, 3)).astype("float32")
+    mod = _conv_bn_relu(weight, _statistics(), **options)
     x = rng.standard_normal((1, C, HW, HW)).astype("float32")
     # The zero pipeline does not fold: it runs the legalized batch norm.
     expected = _run(relax.get_pipeline("zero")(mod), x)
@@ -137,6 +152,7 @@ DECLINED: dict[str, dict[str, Any]] = {
     "weight not constant": {"weight_as_param": True},
     "convolution read elsewhere": {"conv_also_returned": True},
     "not the channel axis": {"axis": 2},  # the height: statistics of HW values
+    "bias along the width": {"conv_bias": rng.standard_normal(HW).astype("float32")},
 }
 
 
@@ -192,18 +208,17 @@ def _torch_models() -> dict[str, tuple[Callable[[], Any], tuple[int, ...]]]:
             a = torch.softmax(q @ k.transpose(-2, -1) / (d // self.h) ** 0.5, dim=-1)
             return x + self.o((a @ v).transpose(1, 2).reshape(b, t, d))
 
-    def residual() -> Any:
-        model = Residual()
-        with torch.no_grad():
-            for bn in (model.b1, model.b2):
-                bn.running_mean.uniform_(-1, 1)
-                bn.running_var.uniform_(0.5, 2)
-                bn.weight.uniform_(0.5, 1.5)
-                bn.bias.uniform_(-1, 1)
-        return model
+    class ConvBiasBatchNorm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c, self.b = nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8)
+
+        def forward(self, x):
+            return torch.relu(self.b(self.c(x)))
 
     return {
-        "residual": (residual, (1, 8, 10, 10)),
+        "residual": (Residual, (1, 8, 10, 10)),
+        "conv bias batch norm": (ConvBiasBatchNorm, (2, 3, 10, 10)),
         "cnn": (CNN, (2, 1, 10, 10)),
         "attention": (Attention, (1, 5, 16)),
     }
@@ -217,25 +232,35 @@ def _import(name: str) -> tuple[Any, mlckit.IRModule, np.ndarray]:
     make, shape = _torch_models()[name]
     torch.manual_seed(0)
     model = make().eval()
+    with torch.no_grad():  # statistics far from the identity, so that folding them shows
+        for bn in (m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)):
+            bn.running_mean.uniform_(-1, 1)
+            bn.running_var.uniform_(0.5, 2)
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.uniform_(-1, 1)
     mod = from_fx(torch.fx.symbolic_trace(model), [(shape, "float32")])
     return model, mod, rng.standard_normal(shape).astype("float32")
 
 
-def test_the_residual_block_fuses_into_two_kernels_and_matches_torch():
-    import_torch = pytest.importorskip("torch")
-    model, mod, x = _import("residual")
-    built = relax.get_pipeline("default")(mod)
-    names = [c.args[0].name_hint for c in _call_tirs(built)]
+KERNELS = {
     # Each convolution with its bias and relu, the second also with the residual add.
-    assert len(names) == 2, names
-    assert re.fullmatch(r"fused_conv2d_add_relu", names[0]), names
-    assert re.fullmatch(r"fused_conv2d_add_add1_relu", names[1]), names
-    with import_torch.no_grad():
-        expected = model(import_torch.from_numpy(x)).numpy()
+    "residual": ["fused_conv2d_add_relu", "fused_conv2d_add_add1_relu"],
+    "conv bias batch norm": ["fused_conv2d_add_relu"],
+}
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_convolutions_with_batch_norms_fuse_into_one_kernel_each_and_match_torch(name: str):
+    torch = pytest.importorskip("torch")
+    model, mod, x = _import(name)
+    built = relax.get_pipeline("default")(mod)
+    assert [c.args[0].name_hint for c in _call_tirs(built)] == KERNELS[name]
+    with torch.no_grad():
+        expected = model(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(_run(built, x), expected, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["residual", "cnn", "attention"])
+@pytest.mark.parametrize("name", ["residual", "conv bias batch norm", "cnn", "attention"])
 def test_no_kernel_of_the_default_pipeline_reads_only_constants(name: str):
     _, mod, _ = _import(name)
     for call in _call_tirs(relax.get_pipeline("default")(mod)):
