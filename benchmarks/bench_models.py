@@ -34,6 +34,10 @@ Then the geometric mean of every ``mlckit / torch`` and ``symbolic batch / torch
 the pipeline, the build and the first call, timed in a new process whose kernel cache
 (``$MLCKIT_CACHE_DIR``) is an empty folder, after numba's once-per-process start-up (goal <= 3 s).
 
+The first row is the machine's load average when the run began: on this 2-core machine, with
+other processes running, the parallel kernels of mlckit, torch and numpy alike slow down by
+factors of 10-100 that vary from call to call, and the ratios mean little.
+
 ``python benchmarks/bench_models.py [mlp] [cnn] [res] [block]`` runs some families only.
 """
 
@@ -69,6 +73,7 @@ BUILD_GOAL_S = 3.0
 # An output is right when its largest difference from torch's is this small a fraction of its
 # largest magnitude (float32 sums in another order differ by ~1e-6 of it).
 TOLERANCE = 1e-4
+WRONG = "OUTPUT WRONG"
 COLD_BUILD = "--cold-build"
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -209,7 +214,7 @@ def relative_error(output: np.ndarray, expected: np.ndarray) -> float:
 
 
 def wrong(error: float) -> str:
-    return "" if error <= TOLERANCE else f", OUTPUT WRONG (max error {error:.1e} of max |output|)"
+    return "" if error <= TOLERANCE else f", {WRONG} (max error {error:.1e} of max |output|)"
 
 
 def timed_rows(
@@ -332,19 +337,31 @@ def cores() -> int:
     return os.cpu_count() or 1
 
 
+def load_rows() -> list[dict[str, Any]]:
+    """How busy the machine was when the run began: with more runnable processes than cores,
+    the parallel kernels of both sides slow down by large and varying factors, and the ratios
+    say little."""
+    if not hasattr(os, "getloadavg"):
+        return []
+    return [row(f"load average (1 min) at start, {cores()} cores", os.getloadavg()[0], "")]
+
+
 def run(parts: tuple[str, ...] | list[str] = DEFAULT_PARTS) -> list[dict[str, Any]]:
     threads = torch.get_num_threads()
-    torch.set_num_threads(
-        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    )
-    rows: list[dict[str, Any]] = []
+    torch.set_num_threads(cores())
+    rows = load_rows()
     try:
         with torch.no_grad():
             for name in parts:
                 rows += family_rows(name, FAMILIES[name])
     finally:
         torch.set_num_threads(threads)
-    ratios = [r["value"] for r in rows if r["unit"] == "x torch" and "WRONG" not in r["name"]]
+    # Neither a wrong program's speed nor a failed build's missing one.
+    ratios = [
+        r["value"]
+        for r in rows
+        if r["unit"] == "x torch" and isinstance(r["value"], float) and WRONG not in r["name"]
+    ]
     if ratios:
         mean = math.exp(sum(map(math.log, ratios)) / len(ratios))
         rows.append(
