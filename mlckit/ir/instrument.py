@@ -19,7 +19,7 @@ that one ``PassTimingInstrument`` around ``relax.build`` shows where a whole bui
         ex = relax.build(relax.get_pipeline("default")(mod), "llvm")
     print(timing.render())
     # pass or build step               runs   time (ms)
-    # build.numba_compile                11    8641.2
+    # build.compile (numba)              11    8641.2
     # relax.pipeline.default              1     225.5
     # build.kernel_source                11     291.0
     # ...

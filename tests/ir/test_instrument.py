@@ -37,7 +37,7 @@ def test_a_build_step_reaches_only_instruments_that_record_steps():
         pass
 
 
-def test_timing_a_build_shows_scheduling_code_generation_and_compilation():
+def test_timing_a_build_shows_scheduling_lowering_code_generation_and_compilation():
     timing = PassTimingInstrument()
     with PassContext(instruments=[timing]):
         sch = tir.Schedule(add_one)
@@ -45,5 +45,12 @@ def test_timing_a_build_shows_scheduling_code_generation_and_compilation():
         mlckit.build(sch.mod, "llvm")
     assert timing.runs["schedule.split"] == 1
     assert timing.runs["schedule.get_block"] == 1
-    for step in ("build.kernel_source", "build.compile (numba)"):
+    for step in (
+        "tir.lower.verify_block_bindings",
+        "tir.lower.verify_buffer_bounds",
+        "tir.lower.compact_buffer_allocation",
+        "tir.lower.loop_partition",
+        "build.kernel_source",
+        "build.compile (numba)",
+    ):
         assert timing.runs[step] == 1, step

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from mlckit.ir import transform as _transform
+from mlckit.ir.instrument import build_step
 from mlckit.ir.module import BaseFunc, IRModule
 
 from ..function import PrimFunc
@@ -22,9 +23,21 @@ def lower_prim_func(func: PrimFunc) -> PrimFunc:
     """The lowering the backend applies before generating code, for every target and every
     build path: checks (bindings, then every access against its buffer's shape, adding
     run-time checks where only the run time can tell), then buffer compaction and loop
-    partitioning."""
-    verify_block_bindings(func)
-    return loop_partition(compact_buffer_allocation(verify_buffer_bounds(func)))
+    partitioning. Each step is a build step (``mlckit.ir.instrument.build_step``) that a
+    ``PassTimingInstrument`` times."""
+    with build_step("tir.lower.verify_block_bindings"):
+        verify_block_bindings(func)
+    for name, step in _LOWERING_STEPS:
+        with build_step(name):
+            func = step(func)
+    return func
+
+
+_LOWERING_STEPS = (
+    ("tir.lower.verify_buffer_bounds", verify_buffer_bounds),
+    ("tir.lower.compact_buffer_allocation", compact_buffer_allocation),
+    ("tir.lower.loop_partition", loop_partition),
+)
 
 
 def CompactBufferAllocation() -> _transform.Pass:
