@@ -24,7 +24,15 @@ from . import database, relax_integration, space_generator, tir_integration
 from .cost_model import CostModel
 from .database import JSONDatabase, TuningRecord, merge_measurements, workload_hash
 from .features import extract_features
-from .measure import Builder, MeasureResult, Runner, TuneError, measure, the_prim_func
+from .measure import (
+    Builder,
+    InProcessExecutor,
+    MeasureResult,
+    Runner,
+    TuneError,
+    measure,
+    the_prim_func,
+)
 from .relax_integration import extract_tasks, tune_relax
 from .search import EvolutionarySearch, RandomSearch
 from .space import ScheduleFnSpace, SearchSpace, default_space, mutate
@@ -40,6 +48,7 @@ __all__ = [
     "Builder",
     "CostModel",
     "EvolutionarySearch",
+    "InProcessExecutor",
     "JSONDatabase",
     "MeasureResult",
     "RandomSearch",

@@ -350,6 +350,21 @@ def _given_executor(executor: Any, owner: str) -> Any:
     return executor
 
 
+class InProcessExecutor(cf.Executor):
+    """Runs each call at once, in the calling process and thread: a :class:`Runner` on it
+    times programs where the model that uses them runs (its threads, its caches), which a
+    worker process does not show. No timeout can stop a call here, so it is meant for programs
+    that already ran in a worker (``tune_relax`` measures its leaders again with it)."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> cf.Future:
+        future: cf.Future = cf.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as err:
+            future.set_exception(err)
+        return future
+
+
 class _UsesExecutor:
     """An executor given by the user, or a process pool of our own made on first use."""
 
@@ -541,6 +556,7 @@ def measure(
 __all__ = [
     "BuildResult",
     "Builder",
+    "InProcessExecutor",
     "MeasureResult",
     "Runner",
     "TensorInfo",

@@ -57,7 +57,12 @@ def tune_relax(
     ``params`` (name -> array) are bound to ``main``'s parameters first, as
     ``relax.transform.BindParams`` does. ``work_dir`` keeps the database (or pass
     ``database``). Each kernel gets ``max_trials_per_task`` trials, and all of them together
-    at most ``max_trials_global``, shared evenly; give either or both."""
+    at most ``max_trials_global``, shared evenly; give either or both.
+
+    Trials run in worker processes, but a kernel's speed there can mislead (other threads,
+    other caches): the fastest programs of each kernel and its default schedule's program
+    (measured first) are measured again in this process, where the model will call them, so
+    the database never ranks a program above the untuned one that ran slower here."""
     if isinstance(params, (str, Target)):
         raise TuneError(
             f"tune_relax(mod, params, target, ...): the second argument is the parameters (a "
@@ -76,6 +81,10 @@ def tune_relax(
     if max_trials_global is not None and tasks:
         share, extra = divmod(max_trials_global, len(tasks))
         per_task = [min(p, share + (i < extra)) for i, p in enumerate(per_task)]
+    # Kernels run in the model's process: the leaders of each kernel (and its default
+    # schedule's program) are measured again here, unless a runner of the caller's measures
+    # elsewhere (a cluster's machine).
+    options.setdefault("remeasure_here", options.get("runner") is None)
     with contextlib.ExitStack() as cleanup:
         # One builder and one runner for every kernel: worker processes start once.
         if options.get("builder") is None:

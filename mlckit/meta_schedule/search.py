@@ -71,7 +71,8 @@ class RandomSearch:
         # A space may name programs worth measuring first (the default space: the program of
         # the default schedule, so that tuning starts from what an untuned build runs).
         hints = getattr(space, "hints", None)
-        self.hints: list[Schedule] = list(hints(func)) if hints is not None else []
+        self.hinted: list[Schedule] = list(hints(func)) if hints is not None else []
+        self.hints = list(self.hinted)  # those not proposed yet
 
     def resume(self, records: Sequence[TuningRecord], schedules: Sequence[Schedule]) -> None:
         """Programs measured by an earlier run are not measured again."""

@@ -36,6 +36,7 @@ from .features import float_ops
 from .measure import (
     Builder,
     BuildResult,
+    InProcessExecutor,
     Runner,
     TuneError,
     args_info_of,
@@ -128,6 +129,7 @@ def tune_tir(
     runner: Runner | None = None,
     progress: bool = True,
     remeasure_top_k: int = 4,
+    remeasure_here: bool = False,
     task_name: str | None = None,
 ) -> JSONDatabase:
     """Tune one PrimFunc for ``target`` with at most ``max_trials_global`` measurements (or
@@ -147,7 +149,11 @@ def tune_tir(
     its repeats (again, until the ``remeasure_top_k`` fastest are all programs measured
     again). A trial is one short measurement on a shared machine, and the fastest of many
     noisy measurements is often one that was lucky; measured again, beside its rivals, it
-    shows what it is worth. These measurements are not trials.
+    shows what it is worth. The program the space hints at (the default schedule's, what an
+    untuned build runs) is always among them, so tuning never picks a program that measured
+    slower than it. With ``remeasure_here`` they are measured in this process (an
+    :class:`InProcessExecutor`), where the program will run, instead of on ``runner``'s
+    workers. These measurements are not trials.
     """
     func = the_prim_func(mod)
     target = Target(target)
@@ -208,7 +214,15 @@ def tune_tir(
                 bar.update(len(batch))
                 if math.isfinite(best):
                     bar.set_postfix_str(f"best {flops / best / 1e9:.1f} GFLOP/s")
-        _remeasure(database, func, target, whash, remeasure_top_k, runner)
+        if remeasure_here:
+            runner = Runner(
+                InProcessExecutor(),
+                number=runner.number,
+                repeat=runner.repeat,
+                min_repeat_ms=runner.min_repeat_ms,
+            )
+        hinted = [sch.trace.as_json() for sch in search.hinted]
+        _remeasure(database, func, target, whash, remeasure_top_k, runner, hinted)
     return database
 
 
@@ -219,18 +233,26 @@ def _remeasure(
     whash: str,
     top_k: int,
     runner: Runner,
+    hinted: Sequence[Any] = (),
 ) -> None:
     """Measure the ``top_k`` fastest programs of ``func`` again, ``REMEASURE_ROUNDS`` times in
-    turn (so that a slow spell of the machine falls on all of them), into ``database``. A
-    program measured again may turn out slower than one measured once that it beat; then the
-    new leaders are measured again, until every one of the ``top_k`` has been: the best is
-    never a single lucky measurement ranked above the medians of its rivals."""
+    turn (so that a slow spell of the machine falls on all of them), into ``database``, with
+    the ``hinted`` programs (traces as JSON) beside them. A program measured again may turn
+    out slower than one measured once that it beat; then the new leaders are measured again,
+    until every one of the ``top_k`` has been: the best is never a single lucky measurement
+    ranked above the medians of its rivals."""
     if timed_in_simulator(target):
         return
     measured_again: set[str] = set()
     args_info = args_info_of(func)
     while top_k > 0:
         leaders = database.get_top_k(func, target, top_k)
+        keys = [record.program_key() for record in leaders]
+        leaders += [
+            record
+            for record in database.get_top_k(func, target, len(database))
+            if record.trace in hinted and record.program_key() not in keys
+        ]
         keys = [record.program_key() for record in leaders]
         if len(leaders) < 2 or measured_again.issuperset(keys):
             return  # nothing to choose between, or nothing left to check

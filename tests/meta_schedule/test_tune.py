@@ -212,8 +212,7 @@ def test_flops_of_a_matmul():
     assert estimate_flops(matmul(32)) == 2 * 32**3
 
 
-def test_tune_relax_and_apply_the_database(measuring):
-    builder, runner = measuring
+def matmul_relu_module() -> IRModule:
     x = relax.Var("x", relax.TensorStructInfo((4, 16), "float32"))
     w = relax.Var("w", relax.TensorStructInfo((16, 8), "float32"))
     bb = relax.BlockBuilder()
@@ -221,7 +220,12 @@ def test_tune_relax_and_apply_the_database(measuring):
         with bb.dataflow():
             out = bb.emit_output(bb.emit(relax.op.nn.relu(bb.emit(relax.op.matmul(x, w)))))
         bb.emit_func_output(out)
-    mod = relax.transform.LegalizeOps()(bb.get())
+    return relax.transform.LegalizeOps()(bb.get())
+
+
+def test_tune_relax_and_apply_the_database(measuring):
+    builder, runner = measuring
+    mod = matmul_relu_module()
     db = ms.tune_relax(
         mod, target="llvm", max_trials_per_task=2, builder=builder, runner=runner, progress=False
     )
@@ -231,3 +235,34 @@ def test_tune_relax_and_apply_the_database(measuring):
     vm = relax.VirtualMachine(relax.build(tuned, "llvm"), mlckit.cpu())
     xs, ws = np.random.rand(4, 16).astype("float32"), np.random.rand(16, 8).astype("float32")
     np.testing.assert_allclose(vm["main"](xs, ws).numpy(), np.maximum(xs @ ws, 0), rtol=1e-5)
+
+
+def test_tune_relax_measures_each_kernels_leaders_and_default_program_again_here(
+    measuring, monkeypatch
+):
+    builder, runner = measuring
+    here: list[str] = []
+    submit = ms.InProcessExecutor.submit
+
+    def counted(self, fn, *args, **kwargs):
+        here.append(fn.__name__)
+        return submit(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(ms.InProcessExecutor, "submit", counted)
+    mod = matmul_relu_module()
+    db = ms.tune_relax(
+        mod,
+        target="llvm",
+        max_trials_per_task=3,
+        builder=builder,
+        runner=runner,
+        remeasure_here=True,
+        progress=False,
+    )
+    assert here and set(here) == {"_run_one"}  # the remeasures ran in this process
+    programs = ms.merge_measurements(db.get_all_tuning_records())
+    for func in (f for f in mod.functions.values() if isinstance(f, tir.PrimFunc)):
+        untuned = schedule_for_cpu(func).trace.as_json()
+        (record,) = [r for r in programs if r.trace == untuned]
+        # Its trial, then REMEASURE_ROUNDS more measurements beside the leaders.
+        assert len(record.run_secs) > runner.repeat

@@ -195,6 +195,15 @@ def _factor(extent: int | None, choices: Sequence[int]) -> int | None:
     return next((c for c in choices if extent % c == 0 and c < extent), None)
 
 
+def _columns(extent: int | None, choices: Sequence[int]) -> int | None:
+    """The split factor of a vectorized row: none when the whole row fits the widest tile
+    (a row of 32 columns computed as one tile, not two of 16), else the first choice that
+    divides it."""
+    if extent is not None and extent <= choices[0]:
+        return None
+    return _factor(extent, choices)
+
+
 def _split(sch: Schedule, loop: LoopRV, factor: int | None) -> tuple[LoopRV | None, LoopRV]:
     """(outer, inner) of ``loop`` split by ``factor``; no outer loop when there is no factor."""
     if factor is None:
@@ -267,7 +276,7 @@ def schedule_matmul(sch: Schedule, block: BlockRV) -> bool:
     # vectorized j loop.
     rows = MATMUL_TILES["i"][0] if nest.extent(i) is None else None
     i0, i1 = _split(sch, nest.loop_rvs[i], rows or _factor(nest.extent(i), MATMUL_TILES["i"]))
-    j0, j1 = _split(sch, nest.loop_rvs[j], _factor(nest.extent(j), MATMUL_TILES["j"]))
+    j0, j1 = _split(sch, nest.loop_rvs[j], _columns(nest.extent(j), MATMUL_TILES["j"]))
     k0, k1 = _split(sch, nest.loop_rvs[k], _factor(nest.extent(k), MATMUL_TILES["k"]))
     tiles = [rv for rv in (*outer, i0, j0) if rv is not None]
     order = [*tiles, *(rv for rv in (k0, i1, k1) if rv is not None), j1]
@@ -338,11 +347,7 @@ def schedule_sliding_window(sch: Schedule, block: BlockRV) -> bool:
     if x_extent is None:
         return False
     f0, f1 = _split(sch, nest.loop_rvs[f], _factor(nest.extent(f), WINDOW_TILES["f"]))
-    x0, x1 = _split(
-        sch,
-        nest.loop_rvs[x],
-        None if x_extent <= WINDOW_TILES["x"][0] else _factor(x_extent, WINDOW_TILES["x"]),
-    )
+    x0, x1 = _split(sch, nest.loop_rvs[x], _columns(x_extent, WINDOW_TILES["x"]))
     reductions = [nest.loop_rvs[n] for n in _reduction_loops(nest)]
     # Without a channel factor the channel loop stays outside, whole; the row is always the
     # innermost loop, split when it is long.
