@@ -52,6 +52,7 @@ from .codegen import (
 from .cuda_codegen import CudaCodegen
 from .extern import IMPORT_ANNOTATION, compile_library
 from .llvm_options import kernel_compilation
+from .threads import start_kernel_threads
 
 CODEGEN_VERSION = "6"
 
@@ -287,6 +288,8 @@ def compile_kernel(func: PrimFunc, name: str, target: Target) -> Kernel:
         compiled = _exec_in_memory(source, generated.name)
         return Kernel(name, source, target, compiled, generated, signature=signature)
     numba_cpu = target.kind.codegen == "numba"
+    if numba_cpu:
+        start_kernel_threads()
     compiling = kernel_compilation() if numba_cpu else contextlib.nullcontext()
     with build_step(f"build.compile ({target.kind.codegen})"), compiling:
         directory = cache_dir() / "kernels"

@@ -120,6 +120,9 @@ MAX_DOT_TILE = 8
 ACCUMULATOR_LEVELS = (0, 1, -1)
 # Work (iterations) from which a CPU nest always runs in parallel; below, serial is drawn too.
 ALWAYS_PARALLEL_WORK = 1 << 22
+# Below this, a nest stays serial even when parallel is drawn: the search measures parallel
+# loops from a smaller size than the default schedule starts them at (its PARALLEL_MIN_WORK).
+DRAWN_PARALLEL_MIN_WORK = 1 << 14
 MAX_THREADS_PER_BLOCK = 1024
 THREAD_COUNTS = (32, 64, 128, 256, 512)
 MAX_PER_THREAD = 8
@@ -235,7 +238,7 @@ def _parallel_or_serial(sch: Schedule, loops: Sequence[LoopRV], work: int) -> No
     leaving them serial is drawn too (a choice of structure): starting the threads of a
     parallel loop costs microseconds, as much as a small kernel's whole run."""
     if work >= ALWAYS_PARALLEL_WORK or _branch(sch, ("parallel", "serial")) == "parallel":
-        _parallel(sch, loops, work)
+        _parallel(sch, loops, work, min_work=DRAWN_PARALLEL_MIN_WORK)
 
 
 def _fuse(sch: Schedule, loops: Sequence[LoopRV]) -> LoopRV:

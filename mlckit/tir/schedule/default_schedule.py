@@ -36,7 +36,7 @@ recognizes it, applies a fixed recipe of schedule primitives:
 Blocks no rule recognizes are left as they are. Loop extents known at compile time decide the
 tile sizes (always literal, dividing the extent, so no partial tile needs a guard); a dynamic
 extent (a batch size ``n``) is left unsplit. ``parallel`` is only used where the known work is
-large enough to pay for starting threads (about a microsecond).
+large enough to pay for waking the threads (about 5 us, see ``mlckit.backend.threads``).
 
 ``default_schedule(func_or_mod)`` applies the rules; ``DefaultSchedule()`` is the module pass
 that applies them to every PrimFunc without the attribute ``tir.is_scheduled`` and sets it.
@@ -58,8 +58,13 @@ from ..function import PrimFunc
 from ..stmt_functor import post_order_visit
 from .schedule import BlockRV, LoopRV, Schedule
 
-# Work (iterations known at compile time) below which threads cost more than they save.
-PARALLEL_MIN_WORK = 1 << 14
+# Work (iterations known at compile time) below which threads cost more than they save:
+# waking the sleeping threads (mlckit.backend.threads) costs about 5 us, the time one core
+# takes for some 10^5 multiply-adds.
+PARALLEL_MIN_WORK = 1 << 17
+# What a dynamic extent (a batch size) counts for in that work: a batch of 16, one tile of
+# the matmul rule's rows (whose parallel loop then runs over full tiles only).
+DYNAMIC_EXTENT = 16
 # Vector widths to try for an innermost loop, widest first (float32: 16 is one AVX-512 register).
 VECTOR_LANES = (64, 32, 16, 8, 4)
 MATMUL_TILES = {"i": (16, 8, 4, 2), "j": (64, 32, 16, 8, 4), "k": (4, 2)}
@@ -98,10 +103,10 @@ class _Nest:
         return ext.value if isinstance(ext, E.IntImm) else None
 
     def known_work(self) -> int:
-        """The product of the loop extents known at compile time."""
+        """The product of the loop extents, a dynamic one counted as ``DYNAMIC_EXTENT``."""
         work = 1
         for i in range(len(self.loops)):
-            work *= self.extent(i) or 1
+            work *= self.extent(i) or DYNAMIC_EXTENT
         return work
 
 
@@ -489,8 +494,10 @@ def _is_parallel_work(nest: _Nest) -> bool:
     return nest.known_work() >= PARALLEL_MIN_WORK
 
 
-def _parallel(sch: Schedule, loops: Sequence[LoopRV], work: int) -> None:
-    if not loops or work < PARALLEL_MIN_WORK:
+def _parallel(
+    sch: Schedule, loops: Sequence[LoopRV], work: int, min_work: int = PARALLEL_MIN_WORK
+) -> None:
+    if not loops or work < min_work:
         return
     fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
     sch.parallel(fused)

@@ -13,11 +13,11 @@ The test costs little by itself, but inside the hot loop it keeps LLVM from keep
 in registers and vectorizing it (measured 1.5x slower than the same nest without it). For
 every iteration but the last, the predicate is known to hold, so this pass (the idea of TVM's
 ``LoopPartition``) runs the loop as two loops: the full tiles without the test, then the rest
-with it::
+with it, on one thread (it is one tile)::
 
     for i0 in prange(n // 16):                  # i0 * 16 + 15 < n: no test
         ... C[i0 * 16 + i1, ...] += ...
-    for i0 in prange(n // 16, (n + 15) // 16):  # the partial tile keeps its test
+    for i0 in range(n // 16, (n + 15) // 16):   # the partial tile keeps its test
         ... if i0 * 16 + i1 < n: ...
 
 **Where the bound comes from.** A conjunct ``a < b`` of a block predicate under the loop
@@ -51,6 +51,10 @@ def loop_partition(func: PrimFunc) -> PrimFunc:
         analyzer.update(var, ConstIntBound(0, ConstIntBound.POS_INF))
     body = _Partitioner(analyzer).visit_stmt(func.body)
     return func if body is func.body else func.with_body(body)
+
+
+def _serial(kind: S.ForKind) -> S.ForKind:
+    return S.ForKind.SERIAL if kind == S.ForKind.PARALLEL else kind
 
 
 def _shape_vars(func: PrimFunc) -> list[E.Var]:
@@ -101,7 +105,10 @@ class _Partitioner(StmtExprMutator):
             extent=E.Sub(bound, loop.min) if not E.is_const_int(loop.min, 0) else bound,
             body=_drop_guards(loop.body, guards),
         )
-        rest = loop.with_fields(min=bound, extent=self.analyzer.simplify(end - bound))
+        # The rest is the partial tile: too little work to wake threads for.
+        rest = loop.with_fields(
+            min=bound, extent=self.analyzer.simplify(end - bound), kind=_serial(loop.kind)
+        )
         return S.SeqStmt([self.generic_visit(full), self.generic_visit(rest)])
 
     def _full_iterations(self, loop: S.For) -> tuple[E.PrimExpr, set[int]] | None:

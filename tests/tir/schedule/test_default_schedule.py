@@ -81,15 +81,15 @@ def test_matmul_rule() -> None:
 
 def test_matmul_rule_tiles_a_dynamic_row_count() -> None:
     n = te.var("n", "int64")
-    func = default_schedule(matmul(n, 256, 64, transposed_b=False))
+    func = default_schedule(matmul(n, 256, 128, transposed_b=False))
     text = source(func)
     # Row tiles of 16 in parallel; LoopPartition runs the full tiles without the guard and
     # the last, partial tile with it.
-    assert "prange(n // 16)" in text and "prange(n // 16, (n + 15) // 16)" in text
+    assert "prange(n // 16)" in text and "range(n // 16, (n + 15) // 16)" in text
     assert text.count("< n:") == 3  # init, update and write-back of the partial tile only
     assert "C_local = np.empty((16, 64), dtype=np.float32)" in text
     for rows in (1, 16, 37):
-        a, b, c = call(func, (rows, 64), (64, 256), (rows, 256), target="llvm")
+        a, b, c = call(func, (rows, 128), (128, 256), (rows, 256), target="llvm")
         np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
@@ -134,10 +134,10 @@ def test_sliding_window_rule(channels: int, width: int, kernel: int, padding: in
 
 
 def test_dense_rule_uses_fastmath_dot_products() -> None:
-    func = default_schedule(matmul(8, 32, 64, transposed_b=True))
+    func = default_schedule(matmul(16, 64, 128, transposed_b=True))
     assert wants_fastmath(func)
     assert S.ForKind.PARALLEL in loop_kinds(func) and S.ForKind.UNROLLED in loop_kinds(func)
-    a, b, c = call(func, (8, 64), (32, 64), (8, 32))
+    a, b, c = call(func, (16, 128), (64, 128), (16, 64))
     np.testing.assert_allclose(c, a @ b.T, rtol=1e-4, atol=1e-4)
     assert "C_local = np.empty((2, 8), dtype=np.float32)" in source(func)
 
@@ -205,9 +205,9 @@ def test_dense_rule_with_a_dynamic_batch_keeps_the_numerics(target: str, batch: 
 
 
 def test_elementwise_rule() -> None:
-    func = default_schedule(add(128, 256))
+    func = default_schedule(add(512, 256))
     assert loop_kinds(func) == {S.ForKind.PARALLEL, S.ForKind.VECTORIZED}
-    a, b, c = call(func, (128, 256), (128, 256), (128, 256))
+    a, b, c = call(func, (512, 256), (512, 256), (512, 256))
     np.testing.assert_allclose(c, a + b)
 
 
@@ -219,9 +219,9 @@ def test_small_elementwise_kernel_stays_serial() -> None:
 
 
 def test_row_reduction_rule() -> None:
-    func = default_schedule(row_sum(256, 128))
+    func = default_schedule(row_sum(1024, 128))
     assert S.ForKind.PARALLEL in loop_kinds(func)
-    a, c = call(func, (256, 128), (256,))
+    a, c = call(func, (1024, 128), (1024,))
     np.testing.assert_allclose(c, a.sum(axis=1), rtol=1e-4, atol=1e-4)
     assert "prange(" in source(func)
 
