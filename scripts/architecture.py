@@ -107,7 +107,8 @@ STAGES = (
         "relax_pipeline",
         "graph",
         "relax.get_pipeline(name)",
-        "LegalizeOps, AnnotateTIROpPattern, FuseOps, FuseTIR, memory planning",
+        "FoldBatchnormToConv2D, FoldConstant, LegalizeOps, AnnotateTIROpPattern, FuseOps, "
+        "FuseTIR, memory planning",
         "mlckit/relax/transform/, mlckit/relax/pipeline.py",
         feeds=("schedule: PrimFuncs", "build"),
     ),
@@ -171,7 +172,7 @@ STAGES = (
         "build",
         "TIR pipeline",
         "tir_pipeline (a Pass, if given), then lowering: binding and bounds checks, "
-        "buffer compaction",
+        "buffer compaction, loop partitioning",
         "mlckit/tir/transform/",
         feeds=("codegen",),
     ),
