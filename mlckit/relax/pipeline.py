@@ -37,8 +37,15 @@ def _default() -> list[transform.Pass]:
     # Inference: a batch norm after a convolution becomes new weights and a bias computed
     # from constants, which FoldConstant computes at build. Folding before LegalizeOps also
     # keeps the kernels that only run at build out of the module (and out of the names the
-    # per-call kernels get).
-    return [T.FoldBatchnormToConv2D(), T.FoldConstant(), *_zero(), T.DeadCodeElimination()]
+    # per-call kernels get). A linear layer's transposed weight is read as it is stored, by
+    # one NT_matmul kernel, rather than folded into a transposed copy.
+    return [
+        T.FoldBatchnormToConv2D(),
+        T.FuseTransposeMatmul(),
+        T.FoldConstant(),
+        *_zero(),
+        T.DeadCodeElimination(),
+    ]
 
 
 def _memory() -> list[transform.Pass]:
@@ -55,7 +62,8 @@ _PIPELINES: dict[str, Callable[[], list[transform.Pass]]] = {
 
 def get_pipeline(name: str = "default") -> transform.Pass:
     """``"zero"``: legalize and fuse; ``"default"``: first fold inference batch norms into the
-    convolutions before them (FoldBatchnormToConv2D) and compute what depends only on
+    convolutions before them (FoldBatchnormToConv2D), give each ``matmul(x, permute_dims(w))``
+    one kernel reading ``w`` as stored (FuseTransposeMatmul) and compute what depends only on
     constants (FoldConstant), then the zero pipeline, and drop dead code; ``"default_build"``:
     also plan memory (ToNonDataflow, CallTIRRewrite, StaticPlanBlockMemory).
 

@@ -10,6 +10,7 @@ from .fold_constant import FoldConstant
 from .fuse_ops import FuseOps
 from .fuse_ops_by_pattern import FuseOpsByPattern, FusionError, FusionPattern, PatternCheckContext
 from .fuse_tir import FuseTIR
+from .fuse_transpose_matmul import FuseTransposeMatmul
 from .legalize_ops import LegalizeOps, register_legalize
 from .meta_schedule import MetaScheduleApplyDatabase
 from .static_plan_block_memory import StaticPlanBlockMemory, estimate_memory_usage
@@ -26,6 +27,7 @@ __all__ = [
     "FuseOps",
     "FuseOpsByPattern",
     "FuseTIR",
+    "FuseTransposeMatmul",
     "FusionError",
     "FusionPattern",
     "LegalizeOps",

@@ -315,10 +315,13 @@ def schedule_dense(sch: Schedule, block: BlockRV) -> bool:
     i, j, k = (nest.loop_of[v] for v in (pattern.i, pattern.j, pattern.k))
     if k != len(nest.loops) - 1 or (i, j) != (k - 2, k - 1):
         return False
-    # A dynamic row count (a batch size) stays unsplit. Split by 2, the partial last tile's
-    # predicate guards every multiply-add inside the k loop, and LLVM no longer vectorizes
-    # the dot products nor keeps the accumulators in registers (measured 12x slower).
+    # A dynamic row count (a batch size) is split like a static one: the partial last tile's
+    # predicate, which would guard every multiply-add inside the k loop (LLVM then neither
+    # vectorizes the dot products nor keeps the accumulators in registers: 12x slower),
+    # stays on that tile only (LoopPartition).
     rows = _factor(nest.extent(i), DENSE_TILES["i"])
+    if nest.extent(i) is None:
+        rows = DENSE_TILES["i"][0]
     cols = _factor(nest.extent(j), DENSE_TILES["j"])
     if (rows is None and cols is None) or not _is_parallel_work(nest):
         # One dot product at a time, summed in place: no accumulator tile. Outside a parallel

@@ -176,9 +176,11 @@ def test_dense_rule_with_a_dynamic_batch_folds_the_epilogue() -> None:
     ]
     text = source(func)
     assert "np.empty((n, 128)" not in text
-    assert "Y_local = np.empty((1, 8), dtype=np.float32)" in text
-    # Parallel over the 16 column tiles only; the dynamic batch runs inside, unsplit.
-    assert "prange(16)" in text and "% n" not in text and "// n" not in text
+    assert "Y_local = np.empty((2, 8), dtype=np.float32)" in text
+    # Parallel over the 16 column tiles only; the dynamic batch runs inside in tiles of 2
+    # rows, the partial last one (LoopPartition) with the guard.
+    assert "prange(16)" in text and "% n" not in text
+    assert "range(n // 2)" in text and "range(n // 2, (n + 1) // 2)" in text
 
 
 @pytest.mark.parametrize("shape", ["nmk", (4, 16, 64)])
