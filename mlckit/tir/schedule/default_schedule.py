@@ -6,7 +6,8 @@ recognizes it, applies a fixed recipe of schedule primitives:
 * **inline**: an elementwise block writing an intermediate buffer is inlined into its
   consumers (``Z = Y + b; R = max(Z, 0)`` becomes ``R = max(Y + b, 0)``): one pass, no buffer.
   Padding read by a convolution stays a block of its own (its bounds test would otherwise
-  run for every multiply-add).
+  run for every multiply-add), and so does a block computing ``exp`` (or another costly
+  call) read by more than one consumer (a softmax's exponentials, summed and divided).
 * **matmul** (``C[.., i, j] += A[.., i, k] * B[.., k, j]``, B contiguous along j): tiles of
   (16, 64, 4), the reduction loop outside the contiguous loop j (i-k-j order in a tile), an
   accumulator tile (``cache_write`` to "local", which buffer compaction allocates inside the
@@ -80,6 +81,12 @@ DENSE_TILES = {"i": (2,), "j": (8, 4, 2)}
 # columns (four AVX-512 vectors) kept whole, or split by the first factor that divides it;
 # 4 channels ran a 32-channel 3x3 convolution at 28x28 as fast as 8 and 2x faster than 16.
 WINDOW_TILES = {"f": (4, 2), "x": (64, 32, 16, 8)}
+
+# Calls that cost tens of cycles each (no vector form in numba): a block computing one is
+# not inlined into several consumers, which would each compute it again.
+EXPENSIVE_CALLS = frozenset(
+    f"tir.{name}" for name in ("exp", "exp2", "log", "log2", "log10", "erf", "tanh", "pow")
+)
 
 Rule = Callable[[Schedule, BlockRV], bool]
 
@@ -245,6 +252,8 @@ def _inline_elementwise(sch: Schedule, block: BlockRV, keep_padding: bool) -> bo
     consumers = sch.get_consumers(block)
     if not consumers:
         return False
+    if len(consumers) > 1 and _calls_any(store.value, EXPENSIVE_CALLS):
+        return False  # each consumer would compute the exp (a softmax's) again
     if (
         keep_padding
         and _has_condition(store.value)
@@ -253,6 +262,17 @@ def _inline_elementwise(sch: Schedule, block: BlockRV, keep_padding: bool) -> bo
         return False
     sch.compute_inline(block)
     return True
+
+
+def _calls_any(value: E.PrimExpr, names: frozenset[str]) -> bool:
+    found: list[E.PrimExpr] = []
+
+    def visit(node: object) -> None:
+        if isinstance(node, E.Call) and getattr(node.op, "name", None) in names:
+            found.append(node)
+
+    post_order_visit(value, visit)
+    return bool(found)
 
 
 def _has_condition(value: E.PrimExpr) -> bool:

@@ -37,12 +37,27 @@ def _max_and_expsum(x: te.Tensor, axis: int) -> tuple[te.Tensor, te.Tensor]:
 
 
 def softmax(x: te.Tensor, axis: int = -1) -> te.Tensor:
-    """``exp(x - max) / sum(exp(x - max))`` along ``axis``."""
+    """``exp(x - max) / sum(exp(x - max))`` along ``axis``. As in TVM, each ``exp`` is
+    computed once (block ``T_softmax_exp``), then summed and divided: it costs more than the
+    rest together."""
     axis = normalize_axis(axis, x.ndim, "topi.nn.softmax")
-    max_elem, expsum = _max_and_expsum(x, axis)
+    reduced = _without(x.shape, axis)
+    k = te.reduce_axis((0, x.shape[axis]), name="k")
+    max_elem = te.compute(
+        reduced, lambda *i: te.max(x[_with(i, axis, k.var)], axis=k), name="T_softmax_maxelem"
+    )
+    exp = te.compute(
+        x.shape,
+        lambda *i: tir_op.exp(x[i] - max_elem[_without(i, axis)]),
+        name="T_softmax_exp",
+    )
+    k2 = te.reduce_axis((0, x.shape[axis]), name="k")
+    expsum = te.compute(
+        reduced, lambda *i: te.sum(exp[_with(i, axis, k2.var)], axis=k2), name="T_softmax_expsum"
+    )
     return te.compute(
         x.shape,
-        lambda *i: tir_op.exp(x[i] - max_elem[_without(i, axis)]) / expsum[_without(i, axis)],
+        lambda *i: exp[i] / expsum[_without(i, axis)],
         name="T_softmax_norm",
         tag="softmax_output",
     )
