@@ -59,8 +59,9 @@ from mlckit.ir.module import BaseFunc, IRModule
 
 from .. import expr as E
 from .. import stmt as S
+from ..buffer import Buffer
 from ..function import PrimFunc
-from ..stmt_functor import post_order_visit
+from ..stmt_functor import StmtExprMutator, post_order_visit, substitute
 from .schedule import BlockRV, LoopRV, Schedule
 
 # Work (iterations known at compile time) below which threads cost more than they save:
@@ -575,8 +576,105 @@ def schedule_for_cpu(func: PrimFunc) -> Schedule:
 
 
 def schedule_prim_func(func: PrimFunc) -> PrimFunc:
-    """``func`` with the default rules applied to each of its blocks."""
-    return schedule_for_cpu(func).func.with_attr("tir.is_scheduled", True)
+    """``func`` with the default rules applied to each of its blocks; a reduction over a
+    dynamic batch also gets the program of a batch of one (see ``with_batch_of_one``)."""
+    scheduled = schedule_for_cpu(func).func
+    batch = _dynamic_batch(func)
+    if batch is not None:
+        scheduled = with_batch_of_one(
+            scheduled, schedule_for_cpu(specialize(func, batch, 1)).func, batch
+        )
+    return scheduled.with_attr("tir.is_scheduled", True)
+
+
+class _BatchOfOne(StmtExprMutator):
+    """The batch-of-one program on the general program's parameter buffers, with variables
+    of its own (the two programs share their iter vars and loop variables otherwise)."""
+
+    def __init__(self, to_general: dict[int, Buffer]):
+        self.to_general = to_general
+        self.renamed: dict[int, E.Var] = {}
+
+    def fresh(self, var: E.Var) -> E.Var:
+        if id(var) not in self.renamed:
+            self.renamed[id(var)] = type(var)(var.name_hint, var.dtype)
+        return self.renamed[id(var)]
+
+    def visit_var_(self, op: E.Var) -> E.PrimExpr:
+        return self.renamed.get(id(op), op)
+
+    def visit_for_(self, op: S.For) -> S.Stmt:
+        loop_var = self.fresh(op.loop_var)
+        return self.generic_visit(op).with_fields(loop_var=loop_var)
+
+    def visit_iter_var_(self, op: E.IterVar) -> E.IterVar:
+        var = self.fresh(op.var)
+        return self.generic_visit(op).with_fields(var=var)
+
+    def visit_let_stmt_(self, op: S.LetStmt) -> S.Stmt:
+        var = self.fresh(op.var)
+        return self.generic_visit(op).with_fields(var=var)
+
+    def visit_buffer(self, buffer: Buffer) -> Buffer:
+        return self.to_general.get(id(buffer), buffer)
+
+
+def _dynamic_batch(func: PrimFunc) -> E.Var | None:
+    """The one symbolic dim of ``func``'s buffers, when it has one and a reduction block."""
+    dims: dict[int, E.Var] = {}
+    for buffer in func.buffer_map.values():
+        for dim in buffer.shape:
+            post_order_visit(
+                dim, lambda n: dims.setdefault(id(n), n) if isinstance(n, E.Var) else None
+            )
+    if len(dims) != 1:
+        return None
+    reductions: list[S.Block] = []
+    post_order_visit(
+        func.body,
+        lambda n: reductions.append(n) if isinstance(n, S.Block) and _reduce_vars(n) else None,
+    )
+    return next(iter(dims.values())) if reductions else None
+
+
+def specialize(func: PrimFunc, var: E.Var, value: int) -> PrimFunc:
+    """``func`` with the symbolic dim ``var`` fixed to ``value``: in its buffers' shapes,
+    loop extents and indices (as TVM's ``PrimFunc.specialize`` fixes a shape variable)."""
+    buffers = [func.buffer_map[p] for p in func.params if p in func.buffer_map]
+    body, *new_buffers = substitute((func.body, *buffers), {var: value})
+    params_with_buffers = [p for p in func.params if p in func.buffer_map]
+    buffer_map = dict(zip(params_with_buffers, new_buffers))
+    return func.with_fields(body=body, buffer_map=buffer_map)
+
+
+def with_batch_of_one(general: PrimFunc, one: PrimFunc, batch: E.Var) -> PrimFunc:
+    """``general`` running ``one`` (its specialization to ``batch == 1``, scheduled) when the
+    arguments have a batch of one::
+
+        if n == 1:
+            <the loops scheduled for a batch of 1: no partial tile, no guard>
+        else:
+            <the loops scheduled for any n>
+
+    A batch of one is the common case a dynamic batch serves (one request), and the general
+    program would run it as the partial last tile of its row tiles, under a guard that costs
+    10x in the dense rule's dot products. Both programs sit in one kernel: one compilation,
+    and the choice is a single comparison."""
+    to_general = {
+        id(one.buffer_map[p]): general.buffer_map[p]
+        for p in general.params
+        if p in general.buffer_map
+    }
+
+    root, special_root = general.body, _BatchOfOne(to_general).visit_stmt(one.body)
+    assert isinstance(root, S.BlockRealize) and isinstance(special_root, S.BlockRealize)
+    body = S.IfThenElse(
+        E.EQ(batch, E.IntImm(batch.dtype, 1)), special_root.block.body, root.block.body
+    )
+    block = root.block.with_fields(
+        body=body, alloc_buffers=(*special_root.block.alloc_buffers, *root.block.alloc_buffers)
+    )
+    return general.with_body(root.with_fields(block=block))
 
 
 def default_schedule(func_or_mod: PrimFunc | IRModule) -> PrimFunc | IRModule:

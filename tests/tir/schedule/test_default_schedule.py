@@ -12,12 +12,16 @@ from mlckit import relax, te, topi
 from mlckit.backend.kernel import wants_fastmath
 from mlckit.datasets import mlp_params
 from mlckit.demo import mlp_script
-from mlckit.ir import IRModule
+from mlckit.ir import IRModule, assert_structural_equal
 from mlckit.script import from_source
 from mlckit.tir import stmt as S
 from mlckit.tir.function import PrimFunc
 from mlckit.tir.schedule import Schedule
-from mlckit.tir.schedule.default_schedule import DefaultSchedule, default_schedule
+from mlckit.tir.schedule.default_schedule import (
+    DefaultSchedule,
+    default_schedule,
+    schedule_for_cpu,
+)
 
 
 def matmul(n: Any, m: Any, k: Any, transposed_b: bool) -> PrimFunc:
@@ -133,6 +137,27 @@ def test_sliding_window_rule(channels: int, width: int, kernel: int, padding: in
     np.testing.assert_allclose(z, expected, rtol=1e-4, atol=1e-4)
 
 
+def test_a_reduction_over_a_dynamic_batch_also_gets_the_program_of_a_batch_of_one() -> None:
+    func = default_schedule(dense_bias_relu())
+    text = source(func)
+    # One kernel, two programs: a batch of one runs without row tiles or guards.
+    one, general = text.split("\n    if n == 1:\n")[1].split("\n    else:\n")
+    assert "< n:" not in one and "< n:" in general  # the partial row tile's guard
+    for batch in (1, 2, 5):
+        x, w, b, out = call(func, (batch, 784), (128, 784), (128,), (batch, 128), target="llvm")
+        np.testing.assert_allclose(out, np.maximum(x @ w.T + b, 0), rtol=1e-4, atol=1e-4)
+    # It prints and parses back as it is; elementwise kernels over a batch are not doubled.
+    assert_structural_equal(from_source(func.script()), func)
+    n = te.var("n", "int64")
+    assert "if n == 1" not in source(default_schedule(add_dynamic(n)))
+
+
+def add_dynamic(n: Any) -> PrimFunc:
+    a = te.placeholder((n, 256), "float32", name="A")
+    c = te.compute((n, 256), lambda i, j: a[i, j] * 2.0, name="C")
+    return te.create_prim_func([a, c])
+
+
 def test_dense_rule_uses_fastmath_dot_products() -> None:
     func = default_schedule(matmul(16, 64, 128, transposed_b=True))
     assert wants_fastmath(func)
@@ -166,7 +191,7 @@ def dense_bias_relu() -> PrimFunc:
 
 
 def test_dense_rule_with_a_dynamic_batch_folds_the_epilogue() -> None:
-    func = default_schedule(dense_bias_relu())
+    func = schedule_for_cpu(dense_bias_relu()).func  # the program for any batch
     # Bias and relu are computed in the write-back of the accumulator tile: no other block and
     # no intermediate (n, 128) buffer is left.
     assert sorted(r.block.name_hint for r in Schedule.walk_blocks(func.body)) == [
