@@ -28,6 +28,13 @@ on a 512x512x512 float32 matmul, and the FashionMNIST MLP with its kernels tuned
   build (``relax.build``'s default CPU schedule) and of the tuned one, timed in alternation;
   goal: tuned faster.
 
+* Models (``python bench_tune.py models``, not in the default parts): ``tune_relax`` on
+  bench_models' CNN at batch 1 and residual block at 32 channels (imported from torch, the
+  default pipeline), ``MODEL_TRIALS_PER_KERNEL`` trials per kernel with its default builder
+  and runner (the leaders measured again in this process, the default schedule's program
+  among them), against the untuned build, both timed in this process; goal: tuned no slower
+  than untuned (<= 1.1x, for noise).
+
 * CUDA (``python bench_tune.py cuda``, on a machine with an NVIDIA GPU): a
   ``CUDA_N``^3 float32 matmul tuned for target "cuda" in the default space (thread binding,
   per-thread tiles), ``CUDA_TRIALS`` trials of each search, seed 0, against the default GPU
@@ -75,6 +82,9 @@ ROUNDS = 30
 # The course tunes the MLP for one image; a batch of 64 is the other end.
 MLP_BATCHES = (1, 64)
 MLP_TRIALS_PER_KERNEL = 64
+# Models of bench_models tuned whole (name, size), and their budget.
+MODELS = (("cnn", 1), ("res", 32))
+MODEL_TRIALS_PER_KERNEL = 16
 
 
 def row(name: str, value: Any, unit: str, goal: str = "", ok: bool | None = None) -> dict:
@@ -319,7 +329,51 @@ def cuda_matmul_rows(n: int, seeds: Sequence[int] = (0,)) -> list[dict[str, Any]
 
 
 # "cuda" runs only when asked for: it needs an NVIDIA GPU.
-PARTS = {"matmul": matmul_rows, "mlp": mlp_rows, "cuda": cuda_rows}
+def model_rows() -> list[dict[str, Any]]:
+    """tune_relax on models of bench_models (imported from torch, the default pipeline), the
+    tuned build against the untuned one, timed in this process as the model runs."""
+    import bench_models
+
+    rows = []
+    for name, size in MODELS:
+        family = bench_models.FAMILIES[name]
+        model = bench_models.make_model(family, size)
+        shape = family.shape(size)
+        mod = relax.get_pipeline("default")(
+            bench_models.from_fx(bench_models.torch.fx.symbolic_trace(model), [(shape, "float32")])
+        )
+        database = ms.tune_relax(
+            mod, target="llvm", max_trials_per_task=MODEL_TRIALS_PER_KERNEL, progress=False
+        )
+        tuned = relax.transform.MetaScheduleApplyDatabase(database, "llvm")(mod)
+        x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        runs = {
+            label: relax.VirtualMachine(relax.build(m, "llvm"), mlckit.cpu())["main"]
+            for label, m in (("untuned", mod), ("tuned", tuned))
+        }
+        same = np.allclose(runs["tuned"](x).numpy(), runs["untuned"](x).numpy(), atol=1e-4)
+        times = best_times({label: (lambda f=f, x=x: f(x)) for label, f in runs.items()}, ROUNDS)
+        label = f"{name} {family.size_name.format(size)}"
+        rows += [
+            row(f"{label}: tuned output equals untuned", same, "", "True", same),
+            row(f"{label}: untuned (default schedule)", times["untuned"] * 1e6, "us"),
+            row(
+                f"{label}: tuned ({MODEL_TRIALS_PER_KERNEL} trials per kernel)",
+                times["tuned"] * 1e6,
+                "us",
+            ),
+            row(
+                f"{label}: tuned / untuned",
+                times["tuned"] / times["untuned"],
+                "x",
+                "<= 1.1x",
+                times["tuned"] <= 1.1 * times["untuned"],
+            ),
+        ]
+    return rows
+
+
+PARTS = {"matmul": matmul_rows, "mlp": mlp_rows, "models": model_rows, "cuda": cuda_rows}
 DEFAULT_PARTS = ("matmul", "mlp")
 
 

@@ -375,6 +375,12 @@ class _UsesExecutor:
     def _executor(self) -> cf.Executor:
         return self._given if self._own is None else self._own.get()
 
+    @property
+    def is_local(self) -> bool:
+        """Whether it works on worker processes of its own on this machine (no executor was
+        given: a cluster's, say)."""
+        return self._own is not None
+
     def _replace_pool(self) -> None:
         """After a timeout or a dead worker: stop our own pool (a given one is the user's)."""
         if self._own is not None:

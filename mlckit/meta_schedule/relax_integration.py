@@ -82,9 +82,10 @@ def tune_relax(
         share, extra = divmod(max_trials_global, len(tasks))
         per_task = [min(p, share + (i < extra)) for i, p in enumerate(per_task)]
     # Kernels run in the model's process: the leaders of each kernel (and its default
-    # schedule's program) are measured again here, unless a runner of the caller's measures
-    # elsewhere (a cluster's machine).
-    options.setdefault("remeasure_here", options.get("runner") is None)
+    # schedule's program) are measured again here, unless the runner measures on another
+    # machine (an executor was given: a cluster's).
+    runner = options.get("runner")
+    options.setdefault("remeasure_here", runner is None or runner.is_local)
     with contextlib.ExitStack() as cleanup:
         # One builder and one runner for every kernel: worker processes start once.
         if options.get("builder") is None:

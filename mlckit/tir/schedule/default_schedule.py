@@ -15,9 +15,10 @@ recognizes it, applies a fixed recipe of schedule primitives:
   fused outer tile loops, ``vectorize`` on j. A dynamic row count (a batch) is split by 16
   too: the split's guard on the last tile is removed from the full tiles by LoopPartition
   at build time.
-* **dense** (``C[i, j] += A[i, k] * B[j, k]``, both inputs contiguous along k): a 2x8 block of
-  dot products (1x8 when the row count is dynamic; one at a time when nothing can be tiled
-  or the work is too small for threads) accumulated in a local tile while k runs innermost;
+* **dense** (``C[i, j] += A[i, k] * B[j, k]``, both inputs contiguous along k, a linear
+  layer's ``NT_matmul``): a 2x8 block of dot products (one at a time when nothing can be
+  tiled or the work is too small for threads) accumulated in a local tile while k runs
+  innermost;
   the column tiles outermost (B's rows of a tile stay in cache while all rows of A pass); the
   elementwise epilogue (bias, activation) folded into the tile's write-back. Vectorizing a
   float sum reorders its additions, so this rule annotates the block "fastmath" (recorded in
@@ -39,9 +40,13 @@ recognizes it, applies a fixed recipe of schedule primitives:
   ``parallel`` on the fused spatial loops.
 
 Blocks no rule recognizes are left as they are. Loop extents known at compile time decide the
-tile sizes (always literal, dividing the extent, so no partial tile needs a guard); a dynamic
-extent (a batch size ``n``) is left unsplit. ``parallel`` is only used where the known work is
-large enough to pay for waking the threads (about 5 us, see ``mlckit.backend.threads``).
+tile sizes (always literal, dividing the extent, so no partial tile needs a guard). A dynamic
+row count (a batch size ``n``) is tiled like a static one: the last, partial tile keeps the
+split's guard, and LoopPartition (``mlckit.tir.transform``) runs the full tiles without it.
+A kernel with a reduction over a dynamic batch also gets the program scheduled for a batch
+of one, chosen at run time (``with_batch_of_one``). ``parallel`` is only used where the known
+work is large enough to pay for waking the threads (about 5 us, see
+``mlckit.backend.threads``).
 
 ``default_schedule(func_or_mod)`` applies the rules; ``DefaultSchedule()`` is the module pass
 that applies them to every PrimFunc without the attribute ``tir.is_scheduled`` and sets it.
