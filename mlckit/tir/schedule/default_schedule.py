@@ -43,7 +43,7 @@ Blocks no rule recognizes are left as they are. Loop extents known at compile ti
 tile sizes (always literal, dividing the extent, so no partial tile needs a guard). A dynamic
 row count (a batch size ``n``) is tiled like a static one: the last, partial tile keeps the
 split's guard, and LoopPartition (``mlckit.tir.transform``) runs the full tiles without it.
-A kernel with a reduction over a dynamic batch also gets the program scheduled for a batch
+A kernel whose reduction tiles a dynamic batch also gets the program scheduled for a batch
 of one, chosen at run time (``with_batch_of_one``). ``parallel`` is only used where the known
 work is large enough to pay for waking the threads (about 5 us, see
 ``mlckit.backend.threads``).
@@ -70,12 +70,16 @@ from ..stmt_functor import StmtExprMutator, post_order_visit, substitute
 from .schedule import BlockRV, LoopRV, Schedule
 
 # Work (iterations known at compile time) below which threads cost more than they save:
-# waking the sleeping threads (mlckit.backend.threads) costs about 5 us, the time one core
-# takes for some 10^5 multiply-adds.
-PARALLEL_MIN_WORK = 1 << 17
-# What a dynamic extent (a batch size) counts for in that work: a batch of 16, one tile of
-# the matmul rule's rows (whose parallel loop then runs over full tiles only).
-DYNAMIC_EXTENT = 16
+# waking the sleeping threads (mlckit.backend.threads) costs about 5 us, and when other
+# threads hold the cores (torch's or OpenBLAS's, spinning after their own calls) the parallel
+# loop waits for one. The course MLP's first layer at batch 1 (2 * 10^5 multiply-adds): 6 us
+# in parallel on a quiet machine, 50 us when run in turns with torch, 8.5 us on one thread
+# either way.
+PARALLEL_MIN_WORK = 1 << 18
+# What a dynamic extent (a batch size) counts for in that work: a small batch. Loops over a
+# batch that only pay for threads at large batches stay serial (a max-pool at batch 1 took
+# 15 us in parallel and 1.3 us serial), those that pay at batch 4 run in parallel.
+DYNAMIC_EXTENT = 4
 # Vector widths to try for an innermost loop, widest first (float32: 16 is one AVX-512 register).
 VECTOR_LANES = (64, 32, 16, 8, 4)
 MATMUL_TILES = {"i": (16, 8, 4, 2), "j": (64, 32, 16, 8, 4), "k": (4, 2)}
@@ -582,10 +586,11 @@ def schedule_for_cpu(func: PrimFunc) -> Schedule:
 
 def schedule_prim_func(func: PrimFunc) -> PrimFunc:
     """``func`` with the default rules applied to each of its blocks; a reduction over a
-    dynamic batch also gets the program of a batch of one (see ``with_batch_of_one``)."""
+    dynamic batch whose rows are tiled (a partial tile guarded) also gets the program of a
+    batch of one (see ``with_batch_of_one``)."""
     scheduled = schedule_for_cpu(func).func
     batch = _dynamic_batch(func)
-    if batch is not None:
+    if batch is not None and _guards_on(scheduled, batch):
         scheduled = with_batch_of_one(
             scheduled, schedule_for_cpu(specialize(func, batch, 1)).func, batch
         )
@@ -622,6 +627,21 @@ class _BatchOfOne(StmtExprMutator):
 
     def visit_buffer(self, buffer: Buffer) -> Buffer:
         return self.to_general.get(id(buffer), buffer)
+
+
+def _guards_on(func: PrimFunc, var: E.Var) -> bool:
+    """Whether a block of ``func`` has a predicate on ``var`` (a partial tile of rows)."""
+    guarded: list[S.BlockRealize] = []
+
+    def visit(node: object) -> None:
+        if isinstance(node, S.BlockRealize) and not E.is_true(node.predicate):
+            uses: list[object] = []
+            post_order_visit(node.predicate, lambda n: uses.append(n) if n is var else None)
+            if uses:
+                guarded.append(node)
+
+    post_order_visit(func.body, visit)
+    return bool(guarded)
 
 
 def _dynamic_batch(func: PrimFunc) -> E.Var | None:

@@ -85,7 +85,7 @@ def test_matmul_rule() -> None:
 
 def test_matmul_rule_tiles_a_dynamic_row_count() -> None:
     n = te.var("n", "int64")
-    func = default_schedule(matmul(n, 256, 128, transposed_b=False))
+    func = default_schedule(matmul(n, 256, 512, transposed_b=False))
     text = source(func)
     # Row tiles of 16 in parallel; LoopPartition runs the full tiles without the guard and
     # the last, partial tile with it.
@@ -93,7 +93,7 @@ def test_matmul_rule_tiles_a_dynamic_row_count() -> None:
     assert text.count("< n:") == 3  # init, update and write-back of the partial tile only
     assert "C_local = np.empty((16, 64), dtype=np.float32)" in text
     for rows in (1, 16, 37):
-        a, b, c = call(func, (rows, 128), (128, 256), (rows, 256), target="llvm")
+        a, b, c = call(func, (rows, 512), (512, 256), (rows, 256), target="llvm")
         np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
@@ -159,10 +159,10 @@ def add_dynamic(n: Any) -> PrimFunc:
 
 
 def test_dense_rule_uses_fastmath_dot_products() -> None:
-    func = default_schedule(matmul(16, 64, 128, transposed_b=True))
+    func = default_schedule(matmul(16, 64, 256, transposed_b=True))
     assert wants_fastmath(func)
     assert S.ForKind.PARALLEL in loop_kinds(func) and S.ForKind.UNROLLED in loop_kinds(func)
-    a, b, c = call(func, (16, 128), (64, 128), (16, 64))
+    a, b, c = call(func, (16, 256), (64, 256), (16, 64))
     np.testing.assert_allclose(c, a @ b.T, rtol=1e-4, atol=1e-4)
     assert "C_local = np.empty((2, 8), dtype=np.float32)" in source(func)
 
@@ -232,9 +232,9 @@ def test_dense_rule_with_a_dynamic_batch_keeps_the_numerics(target: str, batch: 
 
 
 def test_elementwise_rule() -> None:
-    func = default_schedule(add(512, 256))
+    func = default_schedule(add(1024, 256))
     assert loop_kinds(func) == {S.ForKind.PARALLEL, S.ForKind.VECTORIZED}
-    a, b, c = call(func, (512, 256), (512, 256), (512, 256))
+    a, b, c = call(func, (1024, 256), (1024, 256), (1024, 256))
     np.testing.assert_allclose(c, a + b)
 
 
@@ -246,9 +246,9 @@ def test_small_elementwise_kernel_stays_serial() -> None:
 
 
 def test_row_reduction_rule() -> None:
-    func = default_schedule(row_sum(1024, 128))
+    func = default_schedule(row_sum(2048, 128))
     assert S.ForKind.PARALLEL in loop_kinds(func)
-    a, c = call(func, (1024, 128), (1024,))
+    a, c = call(func, (2048, 128), (2048,))
     np.testing.assert_allclose(c, a.sum(axis=1), rtol=1e-4, atol=1e-4)
     assert "prange(" in source(func)
 
