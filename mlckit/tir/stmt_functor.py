@@ -288,6 +288,40 @@ class _Substituter(StmtExprMutator):
         return new_buffer
 
 
+class RenewDefs(StmtExprMutator):
+    """A copy in which every variable the code defines (loop variables, block iter vars, let
+    variables) is a new Var, and each use follows its definition: two copies of one loop nest
+    in a function then share no variable (TVM's ``renew_defs``)."""
+
+    def __init__(self) -> None:
+        self.renamed: dict[int, Var] = {}
+
+    def fresh(self, var: Var) -> Var:
+        if id(var) not in self.renamed:
+            self.renamed[id(var)] = type(var)(var.name_hint, var.dtype)
+        return self.renamed[id(var)]
+
+    def visit_var_(self, op: Var) -> PrimExpr:
+        return self.renamed.get(id(op), op)
+
+    def visit_for_(self, op: For) -> Stmt:
+        loop_var = self.fresh(op.loop_var)
+        return self.generic_visit(op).with_fields(loop_var=loop_var)
+
+    def visit_iter_var_(self, op: IterVar) -> IterVar:
+        var = self.fresh(op.var)
+        return self.generic_visit(op).with_fields(var=var)
+
+    def visit_let_stmt_(self, op: LetStmt) -> Stmt:
+        var = self.fresh(op.var)
+        return self.generic_visit(op).with_fields(var=var)
+
+
+def renew_defs(stmt: Stmt) -> Stmt:
+    """``stmt`` with new variables for everything it defines (see :class:`RenewDefs`)."""
+    return RenewDefs().visit(stmt)
+
+
 def substitute(node: Any, vmap: Mapping[Var, Any] | Callable[[Var], Any]) -> Any:
     """Replace variables in a statement or expression (or a Range, a tuple of them, ...).
 

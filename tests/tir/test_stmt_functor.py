@@ -25,6 +25,7 @@ from mlckit.tir.stmt_functor import (
     StmtExprVisitor,
     post_order_visit,
     pre_order_visit,
+    renew_defs,
     substitute,
 )
 
@@ -177,3 +178,45 @@ def test_ir_transform_rewrites_loops_with_callbacks():
     # A pre-order replacement stops the walk below it.
     stop = ir_transform(nest, lambda node: tir.Evaluate(0), None, only_enable=[tir.For])
     assert isinstance(stop, tir.Evaluate)
+
+
+def test_renew_defs_gives_every_definition_a_new_variable() -> None:
+    from mlckit.ir import structural_equal
+    from mlckit.script import tir as T
+
+    @T.prim_func
+    def scale(a: T.handle, b: T.handle):
+        n = T.int64()
+        A = T.match_buffer(a, (n,), "float32")
+        B = T.match_buffer(b, (n,), "float32")
+        for i in range(n):
+            with T.block("B"):
+                vi = T.axis.spatial(n, i)
+                half: T.float32 = A[vi] * T.float32(0.5)
+                B[vi] = half
+
+    def variables(stmt: object) -> dict[int, Var]:
+        found: dict[int, Var] = {}
+        post_order_visit(stmt, lambda x: found.setdefault(id(x), x) if isinstance(x, Var) else None)
+        return found
+
+    def defined(stmt: object) -> set[int]:
+        ids: set[int] = set()
+
+        def visit(x: object) -> None:
+            if isinstance(x, For):
+                ids.add(id(x.loop_var))
+            elif isinstance(x, Block):
+                ids.update(id(iv.var) for iv in x.iter_vars)
+            elif isinstance(x, tir.LetStmt):
+                ids.add(id(x.var))
+
+        post_order_visit(stmt, visit)
+        return ids
+
+    copy = renew_defs(scale.body)
+    assert structural_equal(copy, scale.body)
+    assert len(defined(scale.body)) == 3 and not defined(scale.body) & defined(copy)
+    # What the nest uses but does not define (n, the buffers' data) is the same object.
+    free = set(variables(scale.body)) - defined(scale.body)
+    assert free and free <= set(variables(copy))

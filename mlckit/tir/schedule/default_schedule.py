@@ -66,7 +66,7 @@ from .. import expr as E
 from .. import stmt as S
 from ..buffer import Buffer
 from ..function import PrimFunc
-from ..stmt_functor import StmtExprMutator, post_order_visit, substitute
+from ..stmt_functor import RenewDefs, post_order_visit, substitute
 from .schedule import BlockRV, LoopRV, Schedule
 
 # Work (iterations known at compile time) below which threads cost more than they save:
@@ -597,33 +597,13 @@ def schedule_prim_func(func: PrimFunc) -> PrimFunc:
     return scheduled.with_attr("tir.is_scheduled", True)
 
 
-class _BatchOfOne(StmtExprMutator):
+class _BatchOfOne(RenewDefs):
     """The batch-of-one program on the general program's parameter buffers, with variables
-    of its own (the two programs share their iter vars and loop variables otherwise)."""
+    of its own (the two programs would share their iter vars and loop variables otherwise)."""
 
     def __init__(self, to_general: dict[int, Buffer]):
+        super().__init__()
         self.to_general = to_general
-        self.renamed: dict[int, E.Var] = {}
-
-    def fresh(self, var: E.Var) -> E.Var:
-        if id(var) not in self.renamed:
-            self.renamed[id(var)] = type(var)(var.name_hint, var.dtype)
-        return self.renamed[id(var)]
-
-    def visit_var_(self, op: E.Var) -> E.PrimExpr:
-        return self.renamed.get(id(op), op)
-
-    def visit_for_(self, op: S.For) -> S.Stmt:
-        loop_var = self.fresh(op.loop_var)
-        return self.generic_visit(op).with_fields(loop_var=loop_var)
-
-    def visit_iter_var_(self, op: E.IterVar) -> E.IterVar:
-        var = self.fresh(op.var)
-        return self.generic_visit(op).with_fields(var=var)
-
-    def visit_let_stmt_(self, op: S.LetStmt) -> S.Stmt:
-        var = self.fresh(op.var)
-        return self.generic_visit(op).with_fields(var=var)
 
     def visit_buffer(self, buffer: Buffer) -> Buffer:
         return self.to_general.get(id(buffer), buffer)

@@ -34,7 +34,7 @@ from ... import expr as E
 from ... import stmt as S
 from ...buffer import Buffer, BufferRegion, MatchBufferRegion
 from ...function import PrimFunc
-from ...stmt_functor import StmtExprMutator, substitute
+from ...stmt_functor import RenewDefs, StmtExprMutator, substitute
 from ...tensor_intrin import TensorIntrin, param_buffers
 from ..state import BlockRV, LoopRV, ScheduleState
 from .block_scope import unique_name
@@ -448,30 +448,18 @@ def _implement(sch: ScheduleState, block: S.Block, matcher: _Matcher, impl: Prim
     )
 
 
-class _Renew(StmtExprMutator):
-    """A copy of the implementation with new variables, buffers and block names, so that
-    tensorizing several blocks with one intrinsic shares nothing between them."""
+class _Renew(RenewDefs):
+    """A copy of the implementation with new variables (free ones too: it is a function of its
+    own), buffers and block names, so that tensorizing several blocks with one intrinsic
+    shares nothing between them."""
 
     def __init__(self, sch: ScheduleState, taken: set[str]):
+        super().__init__()
         self.sch, self.taken = sch, taken
-        self.vars: dict[int, E.Var] = {}
         self.new_buffers: dict[int, Buffer] = {}
-
-    def fresh(self, var: E.Var) -> E.Var:
-        if id(var) not in self.vars:
-            self.vars[id(var)] = type(var)(var.name_hint, var.dtype)
-        return self.vars[id(var)]
 
     def visit_var_(self, op: E.Var) -> E.PrimExpr:
         return self.fresh(op)
-
-    def visit_for_(self, op: S.For) -> S.Stmt:
-        loop_var = self.fresh(op.loop_var)
-        return self.generic_visit(op).with_fields(loop_var=loop_var)
-
-    def visit_iter_var_(self, op: E.IterVar) -> E.IterVar:
-        var = self.fresh(op.var)
-        return self.generic_visit(op).with_fields(var=var)
 
     def visit_block_(self, op: S.Block) -> S.Stmt:
         new = self.generic_visit(op)
