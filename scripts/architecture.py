@@ -107,8 +107,8 @@ STAGES = (
         "relax_pipeline",
         "graph",
         "relax.get_pipeline(name)",
-        "FoldBatchnormToConv2D, FoldConstant, LegalizeOps, AnnotateTIROpPattern, FuseOps, "
-        "FuseTIR, memory planning",
+        "FoldBatchnormToConv2D, FuseTransposeMatmul, FoldConstant, LegalizeOps, "
+        "AnnotateTIROpPattern, FuseOps, FuseTIR, memory planning",
         "mlckit/relax/transform/, mlckit/relax/pipeline.py",
         feeds=("schedule: PrimFuncs", "build"),
     ),
