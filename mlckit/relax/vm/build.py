@@ -228,7 +228,12 @@ def _as_pass(pipeline: str | Pass) -> Pass:
 
 
 class VirtualMachine:
-    """Runs an Executable: ``vm["main"](*args)`` with NDArrays or numpy arrays."""
+    """Runs an Executable: ``vm["main"](*args)`` with NDArrays or numpy arrays.
+
+    A result is the caller's for as long as something refers to it: a later call reuses the
+    array one of its outputs had at the previous call only when nothing else holds it (a
+    reference, a view, ``np.asarray``, a DLPack export). An address taken from a result
+    (``ctypes``) and kept without the array is no such reference: copy the result first."""
 
     def __init__(
         self,
