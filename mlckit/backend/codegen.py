@@ -42,6 +42,7 @@ from mlckit.ir.name_supply import NameSupply
 from mlckit.ir.structural import structural_equal
 from mlckit.tir import expr as E
 from mlckit.tir import stmt as S
+from mlckit.tir.analysis import collect_vars
 from mlckit.tir.buffer import ACCESS_PTR, Buffer, BufferRegion
 from mlckit.tir.function import PrimFunc
 from mlckit.tir.op import CALL_EXTERN
@@ -485,9 +486,9 @@ class PythonCodegen(PrimExprPrinter):
         self.uses_prange = False
         self.uses_shape_check = False
         self.inside_parallel = False
-        # Buffer elements a reduction accumulates in a local variable (see ``reduce_loop``):
-        # buffer id -> (the element's indices, the variable).
-        self.accumulators: dict[int, tuple[tuple[E.PrimExpr, ...], E.Var]] = {}
+        # The local variable a reduction accumulates a buffer's one element in (see
+        # ``reduce_loop``), by buffer id: every access of that buffer reads or writes it.
+        self.accumulators: dict[int, str] = {}
 
     # ------------------------------------------------------------------ entry point
     def generate(self) -> GeneratedFunction:
@@ -640,10 +641,8 @@ class PythonCodegen(PrimExprPrinter):
         block = realize.block
         self.emit(comment(f"block {block.name_hint}: accumulated in local variables"))
         self.bind_iter_vars(realize, lambda n: n not in moving)
-        for buffer, indices in elements.values():
-            acc = E.Var(f"{buffer.name}_acc", buffer.dtype)
-            self.accumulators[id(buffer)] = (indices, acc)
-            self.names.get(acc, acc.name_hint)
+        for buffer, _ in elements.values():
+            self.accumulators[id(buffer)] = self.names.fresh(f"{buffer.name}_acc")
         starts = self.reduction_starts(realize, moving, loop)
         if E.is_true(starts):
             self.stmt(block.init)  # type: ignore[arg-type]  # sets the accumulators
@@ -655,8 +654,8 @@ class PythonCodegen(PrimExprPrinter):
                 self.emit("else:")
                 self.indent += 1
             for buffer, indices in elements.values():
-                acc = self.accumulators[id(buffer)][1]
-                self.emit(f"{self.names.get(acc, '')} = {self.element_text(buffer, indices)}")
+                acc = self.accumulators[id(buffer)]
+                self.emit(f"{acc} = {self.element_text(buffer, indices)}")
             if branch:
                 self.indent -= 1
         bounds = self.loop_bounds(loop)
@@ -668,8 +667,8 @@ class PythonCodegen(PrimExprPrinter):
         self.stmt(block.body)
         self.indent -= 1
         for buffer, indices in elements.values():
-            acc = self.accumulators.pop(id(buffer))[1]
-            self.emit(f"{self.element_text(buffer, indices)} = {self.names.get(acc, '')}")
+            acc = self.accumulators.pop(id(buffer))
+            self.emit(f"{self.element_text(buffer, indices)} = {acc}")
 
     def reduction_starts(
         self, realize: S.BlockRealize, moving: set[int], loop: S.For
@@ -849,7 +848,7 @@ class PythonCodegen(PrimExprPrinter):
     def load_text(self, buffer: Buffer, indices: tuple[E.PrimExpr, ...]) -> str:
         accumulator = self.accumulators.get(id(buffer))
         if accumulator is not None:
-            return self.names.get(accumulator[1], "")
+            return accumulator
         return self.element_text(buffer, indices)
 
     def element_text(self, buffer: Buffer, indices: tuple[E.PrimExpr, ...]) -> str:
@@ -920,7 +919,7 @@ def _register_reduction(
     block = realize.block
     moving: set[int] = set()  # positions
     for n, (iv, value) in enumerate(zip(block.iter_vars, realize.iter_values)):
-        if not _uses(value, loop.loop_var):
+        if not any(v is loop.loop_var for v in collect_vars(value)):
             continue
         step = simplify(value - substitute(value, {loop.loop_var: loop.loop_var - 1}))
         if iv.iter_type != E.IterVarType.CommReduce or not (
@@ -935,7 +934,7 @@ def _register_reduction(
         block.body, lambda n: stores.append(n) if isinstance(n, S.BufferStore) else None
     )
     for store in stores:
-        if any(_uses_any(i, moving_vars) for i in store.indices):
+        if any(id(v) in moving_vars for v in collect_vars(store.indices)):
             return None
         seen = elements.setdefault(id(store.buffer), (store.buffer, tuple(store.indices)))
         if not structural_equal(list(seen[1]), list(store.indices)):
@@ -967,16 +966,6 @@ def _touches_only(block: S.Block, elements: dict[int, tuple[Buffer, tuple]]) -> 
         structural_equal(list(indices), list(elements[id(buffer)][1]))
         for buffer, indices in touched
     )
-
-
-def _uses(expr: E.PrimExpr, var: E.Var) -> bool:
-    return _uses_any(expr, {id(var)})
-
-
-def _uses_any(expr: E.PrimExpr, var_ids: set[int]) -> bool:
-    found: list[object] = []
-    post_order_visit(expr, lambda n: found.append(n) if id(n) in var_ids else None)
-    return bool(found)
 
 
 def _wrap_helper(dtype: str) -> str:

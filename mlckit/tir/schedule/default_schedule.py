@@ -64,6 +64,7 @@ from mlckit.ir.module import BaseFunc, IRModule
 
 from .. import expr as E
 from .. import stmt as S
+from ..analysis import collect_vars
 from ..buffer import Buffer
 from ..function import PrimFunc
 from ..stmt_functor import RenewDefs, post_order_visit, substitute
@@ -274,28 +275,23 @@ def _inline_elementwise(sch: Schedule, block: BlockRV, keep_padding: bool) -> bo
     return True
 
 
-def _calls_any(value: E.PrimExpr, names: frozenset[str]) -> bool:
-    found: list[E.PrimExpr] = []
-
-    def visit(node: object) -> None:
-        if isinstance(node, E.Call) and getattr(node.op, "name", None) in names:
-            found.append(node)
-
-    post_order_visit(value, visit)
+def _contains(node: object, test: Callable[[object], bool]) -> bool:
+    """Whether some statement or expression under ``node`` passes ``test``."""
+    found: list[object] = []
+    post_order_visit(node, lambda n: found.append(n) if test(n) else None)
     return bool(found)
+
+
+def _calls_any(value: E.PrimExpr, names: frozenset[str]) -> bool:
+    return _contains(
+        value, lambda n: isinstance(n, E.Call) and getattr(n.op, "name", None) in names
+    )
 
 
 def _has_condition(value: E.PrimExpr) -> bool:
-    found: list[E.PrimExpr] = []
-
-    def visit(node: object) -> None:
-        if isinstance(node, E.Select) or (
-            isinstance(node, E.Call) and node.op.name == "tir.if_then_else"
-        ):
-            found.append(node)
-
-    post_order_visit(value, visit)
-    return bool(found)
+    return _contains(value, lambda n: isinstance(n, E.Select)) or _calls_any(
+        value, frozenset({"tir.if_then_else"})
+    )
 
 
 def schedule_matmul(sch: Schedule, block: BlockRV) -> bool:
@@ -611,35 +607,21 @@ class _BatchOfOne(RenewDefs):
 
 def _guards_on(func: PrimFunc, var: E.Var) -> bool:
     """Whether a block of ``func`` has a predicate on ``var`` (a partial tile of rows)."""
-    guarded: list[S.BlockRealize] = []
-
-    def visit(node: object) -> None:
-        if isinstance(node, S.BlockRealize) and not E.is_true(node.predicate):
-            uses: list[object] = []
-            post_order_visit(node.predicate, lambda n: uses.append(n) if n is var else None)
-            if uses:
-                guarded.append(node)
-
-    post_order_visit(func.body, visit)
-    return bool(guarded)
+    return _contains(
+        func.body,
+        lambda n: (
+            isinstance(n, S.BlockRealize) and any(v is var for v in collect_vars(n.predicate))
+        ),
+    )
 
 
 def _dynamic_batch(func: PrimFunc) -> E.Var | None:
     """The one symbolic dim of ``func``'s buffers, when it has one and a reduction block."""
-    dims: dict[int, E.Var] = {}
-    for buffer in func.buffer_map.values():
-        for dim in buffer.shape:
-            post_order_visit(
-                dim, lambda n: dims.setdefault(id(n), n) if isinstance(n, E.Var) else None
-            )
+    dims = collect_vars([buffer.shape for buffer in func.buffer_map.values()])
     if len(dims) != 1:
         return None
-    reductions: list[S.Block] = []
-    post_order_visit(
-        func.body,
-        lambda n: reductions.append(n) if isinstance(n, S.Block) and _reduce_vars(n) else None,
-    )
-    return next(iter(dims.values())) if reductions else None
+    has_reduction = _contains(func.body, lambda n: isinstance(n, S.Block) and _reduce_vars(n))
+    return dims[0] if has_reduction else None
 
 
 def specialize(func: PrimFunc, var: E.Var, value: int) -> PrimFunc:

@@ -39,15 +39,17 @@ from mlckit.arith import Analyzer, ConstIntBound
 from mlckit.ir.dtype import is_int
 from mlckit.tir import expr as E
 from mlckit.tir import stmt as S
+from mlckit.tir.analysis import collect_vars
 from mlckit.tir.function import PrimFunc
-from mlckit.tir.stmt_functor import StmtExprMutator, post_order_visit, substitute
+from mlckit.tir.schedule.primitives.block_scope import conjunction, conjuncts
+from mlckit.tir.stmt_functor import StmtExprMutator, substitute
 
 
 def loop_partition(func: PrimFunc) -> PrimFunc:
     """``func`` with each guarded loop of dynamic extent split into its full and partial
     iterations (see the module docstring)."""
     analyzer = Analyzer()
-    for var in _shape_vars(func):
+    for var in collect_vars([buffer.shape for buffer in func.buffer_map.values()]):
         analyzer.update(var, ConstIntBound(0, ConstIntBound.POS_INF))
     body = _Partitioner(analyzer).visit_stmt(func.body)
     return func if body is func.body else func.with_body(body)
@@ -57,34 +59,8 @@ def _serial(kind: S.ForKind) -> S.ForKind:
     return S.ForKind.SERIAL if kind == S.ForKind.PARALLEL else kind
 
 
-def _shape_vars(func: PrimFunc) -> list[E.Var]:
-    found: dict[int, E.Var] = {}
-
-    def visit(node: object) -> None:
-        if isinstance(node, E.Var):
-            found.setdefault(id(node), node)
-
-    for buffer in func.buffer_map.values():
-        for dim in buffer.shape:
-            post_order_visit(dim, visit)
-    return list(found.values())
-
-
-def _conjuncts(cond: E.PrimExpr) -> list[E.PrimExpr]:
-    if isinstance(cond, E.And):
-        return [*_conjuncts(cond.a), *_conjuncts(cond.b)]
-    return [cond]
-
-
 def _uses(expr: E.PrimExpr, var: E.Var) -> bool:
-    found = False
-
-    def visit(node: object) -> None:
-        nonlocal found
-        found = found or node is var
-
-    post_order_visit(expr, visit)
-    return found
+    return any(v is var for v in collect_vars(expr))
 
 
 class _Partitioner(StmtExprMutator):
@@ -117,7 +93,7 @@ class _Partitioner(StmtExprMutator):
         bounds: list[E.PrimExpr] = []
         guards: set[int] = set()
         for realize, inner in _guarded_blocks(loop.body):
-            for cond in _conjuncts(realize.predicate):
+            for cond in conjuncts(realize.predicate):
                 bound = self._holds_below(cond, loop.loop_var, inner)
                 if bound is None:
                     continue
@@ -201,10 +177,7 @@ def _drop_guards(body: S.Stmt, guards: set[int]) -> S.Stmt:
 
     class Drop(StmtExprMutator):
         def visit_block_realize_(self, realize: S.BlockRealize) -> S.Stmt:
-            kept = [c for c in _conjuncts(realize.predicate) if id(c) not in guards]
-            predicate = kept[0] if kept else E.convert(True)
-            for cond in kept[1:]:
-                predicate = E.And(predicate, cond)
-            return self.generic_visit(realize.with_fields(predicate=predicate))
+            kept = [c for c in conjuncts(realize.predicate) if id(c) not in guards]
+            return self.generic_visit(realize.with_fields(predicate=conjunction(kept)))
 
     return Drop().visit_stmt(body)

@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import mlckit
 from mlckit import relax, te, topi
@@ -97,11 +99,13 @@ def test_matmul_rule_tiles_a_dynamic_row_count() -> None:
         np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
-def conv2d_bias_relu(channels: int, width: int, kernel: int, padding: int) -> PrimFunc:
+def conv2d_bias_relu(
+    channels: int, width: int, kernel: int, padding: int, stride: int = 1
+) -> PrimFunc:
     x = te.placeholder((2, 3, width, width), "float32", name="x")
     w = te.placeholder((channels, 3, kernel, kernel), "float32", name="w")
     b = te.placeholder((channels,), "float32", name="b")
-    y = topi.nn.conv2d_nchw(x, w, 1, padding, 1)
+    y = topi.nn.conv2d_nchw(x, w, stride, padding, 1)
     z = te.compute(y.shape, lambda n, f, i, j: te.max(y[n, f, i, j] + b[f], 0.0), name="Z")
     return te.create_prim_func([x, w, b, z])
 
@@ -156,6 +160,33 @@ def add_dynamic(n: Any) -> PrimFunc:
     a = te.placeholder((n, 256), "float32", name="A")
     c = te.compute((n, 256), lambda i, j: a[i, j] * 2.0, name="C")
     return te.create_prim_func([a, c])
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    channels=st.integers(1, 9),
+    width=st.integers(3, 20),
+    kernel=st.integers(1, 3),
+    padding=st.integers(0, 1),
+    stride=st.integers(1, 2),
+)
+def test_sliding_window_rule_keeps_the_numerics_of_random_convolutions(
+    channels: int, width: int, kernel: int, padding: int, stride: int
+) -> None:
+    func = default_schedule(conv2d_bias_relu(channels, width, kernel, padding, stride))
+    out = (width + 2 * padding - kernel) // stride + 1
+    x, w, b, z = call(
+        func,
+        (2, 3, width, width),
+        (channels, 3, kernel, kernel),
+        (channels,),
+        (2, channels, out, out),
+        target="python",
+    )
+    padded = np.pad(x, [(0, 0), (0, 0), (padding, padding), (padding, padding)])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (kernel, kernel), axis=(2, 3))
+    expected = np.einsum("ncyxij,fcij->nfyx", windows[:, :, ::stride, ::stride], w)
+    np.testing.assert_allclose(z, np.maximum(expected + b[None, :, None, None], 0), atol=1e-4)
 
 
 def test_dense_rule_uses_fastmath_dot_products() -> None:
