@@ -20,8 +20,9 @@ failed with its reason; it never stops the search.
   of threads its parallel loops run on while they are timed (``"llvm --num-cores=1"``
   measures single-threaded programs, as the MLC course does).
 * With ``reference=`` (the unscheduled PrimFunc), ``measure`` also checks each candidate's
-  output once against the reference's, built for ``"llvm"``: a schedule that changes the
-  result is a failure (``"run: wrong result ..."``).
+  output once against the reference's, built for ``"llvm"`` with the default CPU schedule (as
+  an untuned build runs it): a schedule that changes the result is a failure (``"run: wrong
+  result ..."``).
 
 The default pools use the ``spawn`` start method: a forked child would inherit numba's worker
 threads and any CUDA context in an unusable state. As with every process pool, a *script*
@@ -95,6 +96,7 @@ from mlckit.script import from_source
 from mlckit.target import Target
 from mlckit.tir.expr import IntImm
 from mlckit.tir.function import PrimFunc
+from mlckit.tir.schedule.default_schedule import schedule_prim_func
 
 
 # ------------------------------------------------------------------------------ results
@@ -250,7 +252,12 @@ def _as_host(args: list[Any]) -> list[np.ndarray]:
 
 
 def _reference_outputs(source: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    func = _load(source, "llvm")
+    reference = from_source(source)
+    if not reference.attrs.get("tir.is_scheduled"):
+        # As an untuned build runs it: the loops as written take minutes on a large workload
+        # (a 4096^3 matmul), the default CPU schedule a second.
+        reference = schedule_prim_func(reference)
+    func = build(IRModule({"main": reference}), "llvm")["main"]
     args = [a.copy() for a in inputs]
     func(*args)
     return args

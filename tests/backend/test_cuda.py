@@ -12,9 +12,10 @@ import mlckit
 from mlckit import relax, tir
 from mlckit.datasets import fashion_mnist, mlp_params, mlp_reference
 from mlckit.errors import BuildError, MLCError, VMError
+from mlckit.meta_schedule import ScheduleFnSpace
 from mlckit.script import tir as T
 from mlckit.testing.fuzzing import CANARY, canary_payload
-from mlckit.testing.gpu_schedules import shared_memory_matmul
+from mlckit.testing.gpu_schedules import SGEMM_CHOICES, sgemm_space, shared_memory_matmul
 
 
 @pytest.fixture(autouse=True)
@@ -137,6 +138,34 @@ def test_one_thread_block_covering_the_whole_matmul():
     a, b = np.random.rand(N, N).astype("float32"), np.random.rand(N, N).astype("float32")
     c = mlckit.nd.empty((N, N), "float32", dev)
     lib["main"](mlckit.nd.array(a, dev), mlckit.nd.array(b, dev), c)
+    np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_interleaved_shared_tiles_are_read_at_neighbouring_words():
+    # Each thread owns 2x2 adjacent outputs; the tiles are stored (k, row % 2, row // 2), so in
+    # a step of k neighbouring threads read neighbouring words, and the layout's % and // fold
+    # into the loop variables.
+    sch = shared_memory_matmul(matmul, local=(2, 2), block=(4, 4), tile_k=4, interleaved=True)
+    source = mlckit.build(sch.mod, "cuda").source("main")
+    assert "A_shared = cuda.shared.array((4, 2, 4), dtype=np.float32)" in source
+    assert "A_shared[k_1, i_2, i_1_j_1_fused // 4]" in source
+    assert "B_shared[k_1, j_2, i_1_j_1_fused % 4]" in source
+    dev = mlckit.cuda()
+    a, b = np.random.rand(N, N).astype("float32"), np.random.rand(N, N).astype("float32")
+    c = mlckit.nd.empty((N, N), "float32", dev)
+    mlckit.build(sch.mod, "cuda")["main"](mlckit.nd.array(a, dev), mlckit.nd.array(b, dev), c)
+    np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_sgemm_space_draws_its_knobs_and_the_program_matches_numpy():
+    sch = ScheduleFnSpace(sgemm_space).sample(matmul, seed=3)
+    drawn = [inst.decision for inst in sch.trace if inst.kind == "sample_categorical"]
+    assert len(drawn) == len(SGEMM_CHOICES)
+    assert all(0 <= d < len(c) for d, c in zip(drawn, SGEMM_CHOICES.values()))
+    dev = mlckit.cuda()
+    a, b = np.random.rand(N, N).astype("float32"), np.random.rand(N, N).astype("float32")
+    c = mlckit.nd.empty((N, N), "float32", dev)
+    mlckit.build(sch.mod, "cuda")["main"](mlckit.nd.array(a, dev), mlckit.nd.array(b, dev), c)
     np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-5, atol=1e-5)
 
 

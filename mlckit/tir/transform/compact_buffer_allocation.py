@@ -276,10 +276,18 @@ class _Rewriter(StmtExprMutator):
         return substitute(value, self.bindings) if self.bindings else value
 
     def offset(self, plan: _Plan, indices: tuple[E.PrimExpr, ...]) -> list[E.PrimExpr]:
-        return [
-            index if E.is_const_int(low, 0) else self.analyzer.simplify(self.resolve(index) - low)
-            for index, low in zip(indices, plan.offsets)
-        ]
+        return [self.shifted(index, low) for index, low in zip(indices, plan.offsets)]
+
+    def shifted(self, index: E.PrimExpr, low: E.PrimExpr) -> E.PrimExpr:
+        """``index - low`` in the enclosing loops' variables, simplified with their ranges
+        (``(i0 * 32 + t // 8 * 4 + i2) % 4`` is ``i2`` for ``i2`` in [0, 4)). An index that
+        needs no shift and simplifies to nothing shorter stays as written."""
+        if not E.is_const_int(low, 0):
+            return self.analyzer.simplify(self.resolve(index) - low)
+        if not isinstance(index, (E.FloorDiv, E.FloorMod)):
+            return index
+        simpler = self.analyzer.simplify(self.resolve(index))
+        return simpler if isinstance(simpler, (E.Var, E.IntImm)) else index
 
     def visit_buffer_load_(self, op: E.BufferLoad) -> E.PrimExpr:
         node = super().visit_buffer_load_(op)
@@ -328,6 +336,7 @@ class _Rewriter(StmtExprMutator):
         return node.with_fields(alloc_buffers=tuple(kept + arriving))
 
     def visit_for_(self, op: S.For) -> S.Stmt:
+        self.analyzer.bind(op.loop_var, E.Range.from_min_extent(op.min, op.extent), True)
         node = super().visit_for_(op)
         arriving = self.added.get(id(op))
         if not arriving:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from schedule_helpers import assert_same_numerics, mm_relu, run
 
-from mlckit import tir
+from mlckit import te, tir
 from mlckit.errors import ScheduleError
 from mlckit.ir import assert_structural_equal
 from mlckit.script import tir as T
@@ -101,3 +101,33 @@ def test_bad_layouts_raise_and_leave_the_schedule_unchanged(buffer, index_map, p
         sch.transform_layout(block, buffer, index_map, pad_value=pad_value)
     assert_structural_equal(sch.mod["main"], mm_relu)
     assert len(sch.trace) == 1
+
+
+def _doubling(shape: tuple[int, int]) -> tir.PrimFunc:
+    a = te.placeholder(shape, "float32", name="A")
+    b = te.compute(shape, lambda i, j: a[i, j] * 2, name="B")
+    return te.create_prim_func([a, b])
+
+
+def test_a_large_buffer_is_checked_one_old_index_at_a_time():
+    # 2^25 elements, too many to check one by one; each new index reads one old index, so each
+    # old index's part is checked alone (8192 and 4096 places).
+    sch = tir.Schedule(_doubling((8192, 4096)))
+    sch.transform_layout(sch.get_block("B"), ("write", 0), lambda i, j: [j, i % 8, i // 8])
+    (param,) = [b for b in sch.mod["main"].buffer_map.values() if b.name == "B"]
+    assert [int(d) for d in param.shape] == [4096, 8, 1024]
+    # The sizes agree (8 * 512 * 4096 * 2), but i's part has 4096 places for 8192 rows.
+    with pytest.raises(ScheduleError, match="several elements of buffer 'A' .* same place"):
+        sch.transform_layout(
+            sch.get_block("B"), ("read", 0), lambda i, j: [i % 8, i // 16, j, j % 2]
+        )
+
+
+def test_a_split_layout_runs_like_the_original():
+    func = _doubling((64, 32))
+    sch = tir.Schedule(func)
+    sch.transform_layout(sch.get_block("B"), ("read", 0), lambda i, j: [j, i % 8, i // 8])
+    a = np.random.rand(64, 32).astype("float32")
+    relaid = a.reshape(8, 8, 32).transpose(2, 1, 0).copy()
+    _, out = run(sch.mod, relaid, np.empty_like(a))
+    np.testing.assert_allclose(out, a * 2)

@@ -26,7 +26,8 @@ from ...stmt_functor import StmtExprMutator, substitute
 from ..state import BlockRV, ScheduleState, _walk
 from .block_scope import NotEvaluable, evaluate, used_vars
 
-# Largest buffer whose map is checked element by element; beyond it only permutations pass.
+# Largest buffer whose map is checked element by element where its new indices mix old ones;
+# beyond it only permutations of the axes pass.
 _MAX_CHECKED_ELEMENTS = 1 << 24
 
 
@@ -161,29 +162,30 @@ def _new_shape(
     old = [d.value if isinstance(d, E.IntImm) else None for d in buffer.shape]
     new = [d.value if isinstance(d, E.IntImm) else None for d in shape]
     text = f"({', '.join(s.script() for s in shape)})"
-    if None not in old and None not in new and int(np.prod(old)) <= _MAX_CHECKED_ELEMENTS:
+    if None not in old and None not in new:
         if int(np.prod(new)) != int(np.prod(old)):
             raise ScheduleError(
                 f"transform_layout: index_map puts the {int(np.prod(old))} elements of {where} "
                 f"into a {text} buffer of {int(np.prod(new))}: it is not a bijection "
                 "(padding with pad_value is not supported)"
             )
-        grid = np.indices(old, dtype=np.int64).reshape(len(old), -1)
-        env = {id(p): grid[k] for k, p in enumerate(params)}
-        try:
-            places = [np.broadcast_to(evaluate(out, env), grid.shape[1:]) for out in outputs]
-        except NotEvaluable as err:
-            raise ScheduleError(
-                f"transform_layout: index_map for {where} cannot be evaluated on the indices "
-                f"({err}); use + - * // % min max of the indices and integer constants"
-            ) from None
-        flat = np.ravel_multi_index(places, new)
-        if len(np.unique(flat)) != flat.size:
-            raise ScheduleError(
-                f"transform_layout: index_map sends several elements of {where} to the same "
-                f"place of the new {text} buffer: it is not a bijection"
-            )
-        return shape
+        # A map whose new indices each read one old index (a split, a transpose, a fuse's
+        # inverse) is a bijection when each old index's part is: check them one by one, a
+        # few thousand places each, not every element of a large buffer.
+        parts = _parts_by_old_index(params, outputs)
+        if parts is None and int(np.prod(old)) <= _MAX_CHECKED_ELEMENTS:
+            parts = [(list(range(len(params))), list(range(len(outputs))))]
+        if parts is not None:
+            for ins, outs in parts:
+                _check_bijection(
+                    [params[i] for i in ins],
+                    [old[i] for i in ins],
+                    [outputs[k] for k in outs],
+                    [new[k] for k in outs],
+                    where,
+                    text,
+                )
+            return shape
     # A symbolic shape: only a permutation of the axes is known to be a bijection.
     if not (
         len(outputs) == len(params)
@@ -196,6 +198,53 @@ def _new_shape(
             "are accepted"
         )
     return shape
+
+
+def _parts_by_old_index(
+    params: list[E.Var], outputs: list[E.PrimExpr]
+) -> list[tuple[list[int], list[int]]] | None:
+    """(one old index, the new indices computed from it) for each old index, when every new
+    index reads at most one old index; None otherwise."""
+    parts: list[tuple[list[int], list[int]]] = [([i], []) for i in range(len(params))]
+    position = {id(p): i for i, p in enumerate(params)}
+    for k, out in enumerate(outputs):
+        used = [position[v] for v in used_vars(out) if v in position]
+        if len(used) > 1:
+            return None
+        if used:
+            parts[used[0]][1].append(k)
+    return parts
+
+
+def _check_bijection(
+    params: list[E.Var],
+    old: list[int],
+    outputs: list[E.PrimExpr],
+    new: list[int],
+    where: str,
+    text: str,
+) -> None:
+    """Raise unless ``outputs`` map the grid ``old`` of ``params`` one to one onto ``new`` (a
+    part of the map: the whole map's sizes agree, so a part with more places than elements
+    leaves another part too few)."""
+    several = ScheduleError(
+        f"transform_layout: index_map sends several elements of {where} to the same "
+        f"place of the new {text} buffer: it is not a bijection"
+    )
+    if int(np.prod(new)) != int(np.prod(old)):
+        raise several
+    grid = np.indices(old, dtype=np.int64).reshape(len(old), -1)
+    env = {id(p): grid[k] for k, p in enumerate(params)}
+    try:
+        places = [np.broadcast_to(evaluate(out, env), grid.shape[1:]) for out in outputs]
+    except NotEvaluable as err:
+        raise ScheduleError(
+            f"transform_layout: index_map for {where} cannot be evaluated on the indices "
+            f"({err}); use + - * // % min max of the indices and integer constants"
+        ) from None
+    flat = np.ravel_multi_index(places, new) if places else np.zeros(1, np.int64)
+    if len(np.unique(flat)) != flat.size:
+        raise several
 
 
 class _Relayout(StmtExprMutator):
