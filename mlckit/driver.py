@@ -42,12 +42,31 @@ def build(
         )
     target = Target(target)
     kernels = build_kernels(mod, target, tir_pipeline)
+    symbols = _global_symbols(mod)
     return Module(
-        {name: kernel.func for name, kernel in kernels.items()},
-        {name: kernel.source for name, kernel in kernels.items()},
+        {symbols[name]: kernel.func for name, kernel in kernels.items()},
+        {symbols[name]: kernel.source for name, kernel in kernels.items()},
         target,
-        {name: kernel.signature for name, kernel in kernels.items()},
+        {symbols[name]: kernel.signature for name, kernel in kernels.items()},
+        {name: symbol for name, symbol in symbols.items() if name != symbol},
     )
+
+
+def _global_symbols(mod: IRModule) -> dict[str, str]:
+    """The name each function of ``mod`` is called by once built: its ``global_symbol``, as in
+    TVM, or else its name in the module."""
+    symbols: dict[str, str] = {}
+    for gv, func in mod.functions.items():
+        symbol = str(func.attrs.get("global_symbol", gv.name_hint))
+        twin = next((name for name, s in symbols.items() if s == symbol), None)
+        if twin is not None:
+            raise BuildError(
+                f"functions {twin!r} and {gv.name_hint!r} of the module both have the "
+                f"global_symbol {symbol!r}: a built module needs one name per function; "
+                "rename one with func.with_attr('global_symbol', ...)"
+            )
+        symbols[gv.name_hint] = symbol
+    return symbols
 
 
 def compile(

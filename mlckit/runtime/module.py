@@ -331,7 +331,11 @@ class PackedFunc:
 
 
 class Module:
-    """What ``mlckit.build`` returns: ``lib["name"](*args)``, ``lib.source("name")``."""
+    """What ``mlckit.build`` returns: ``lib["name"](*args)``, ``lib.source("name")``.
+
+    ``aliases`` are other names of functions: a function is named by its ``global_symbol``,
+    as in TVM, and also answers to the name it had in the IRModule (``lib["main"]`` for the
+    ``main`` of ``sch.mod`` whose ``global_symbol`` is ``"scale_transpose"``)."""
 
     def __init__(
         self,
@@ -339,25 +343,32 @@ class Module:
         sources: dict[str, str],
         target: Any,
         params: dict[str, tuple[ParamSpec, ...]],
+        aliases: dict[str, str] | None = None,
     ):
         self._functions = functions
         self._sources = sources
         self.target = target
         # What each function's parameters take, to check its arguments against.
         self._params = params
+        self._aliases = aliases or {}
 
     def __getitem__(self, name: str) -> PackedFunc:
         return self.get_function(name)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._functions
+        return name in self._functions or name in self._aliases
 
-    def get_function(self, name: str) -> PackedFunc:
-        func = self._functions.get(name)
-        if func is None:
+    def _name_of(self, name: str) -> str:
+        if name not in self._functions:
+            name = self._aliases.get(name, name)
+        if name not in self._functions:
             known = ", ".join(sorted(self._functions)) or "none"
             raise MLCError(f"the module has no function {name!r} (functions: {known})")
-        return PackedFunc(name, func, self._params[name], self.target.is_gpu)
+        return name
+
+    def get_function(self, name: str) -> PackedFunc:
+        name = self._name_of(name)
+        return PackedFunc(name, self._functions[name], self._params[name], self.target.is_gpu)
 
     def function_names(self) -> list[str]:
         return list(self._functions)
@@ -383,10 +394,7 @@ class Module:
         """The generated Python of one function, or of all of them."""
         if name is None:
             return "\n\n".join(self._sources.values())
-        if name not in self._sources:
-            known = ", ".join(sorted(self._sources)) or "none"
-            raise MLCError(f"the module has no function {name!r} (functions: {known})")
-        return self._sources[name]
+        return self._sources[self._name_of(name)]
 
     def get_source(self, fmt: str = "") -> str:
         return self.source()

@@ -63,7 +63,9 @@ def test_calling_a_module_runs_main():
 
 def test_a_module_without_main_names_its_functions():
     mod = from_source(TWO_FUNCTIONS)
-    lib = tvm.build(tvm.IRModule({"twice": mod["twice"], "once": mod["main"]}), "llvm")
+    # Renamed with its global_symbol too: that is the name a build gives it.
+    once = mod["main"].with_attr("global_symbol", "once")
+    lib = tvm.build(tvm.IRModule({"twice": mod["twice"], "once": once}), "llvm")
     with pytest.raises(MLCError, match="no entry function"):
         lib.entry_name
 
@@ -81,3 +83,37 @@ def test_a_cuda_build_shows_its_kernels_through_its_device_module():
     (device_module,) = tvm.build(sch.mod, "cuda").imported_modules
     assert device_module.type_key == "cuda"
     assert "@cuda.jit" in device_module.get_source()
+
+
+SCALE_TRANSPOSE = """
+@T.prim_func
+def scale_transpose(A: T.Buffer((2, 3), "float32"), B: T.Buffer((3, 2), "float32")):
+    T.func_attr({"global_symbol": "scale_transpose", "tir.noalias": True})
+    for i, j in T.grid(3, 2):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vj, vi] * T.float32(2)
+"""
+
+
+def test_a_built_function_is_named_by_its_global_symbol():
+    # As in TVM: a schedule's module holds the function as "main", the build names it by its
+    # global_symbol; the module's own name still answers.
+    sch = tvm.tir.Schedule(from_source(SCALE_TRANSPOSE))
+    lib = tvm.build(sch.mod)
+    assert lib.function_names() == ["scale_transpose"]
+    a = np.arange(6, dtype="float32").reshape(2, 3)
+    for name in ("scale_transpose", "main"):
+        b = np.zeros((3, 2), "float32")
+        lib[name](a, b)
+        np.testing.assert_array_equal(b, a.T * 2)
+    assert "main" in lib and lib.source("main") == lib.source("scale_transpose")
+
+
+def test_two_functions_with_one_global_symbol_are_refused():
+    func = from_source(SCALE_TRANSPOSE)
+    mod = tvm.IRModule({"main": func, "other": func})
+    with pytest.raises(
+        tvm.BuildError, match="'main' and 'other' .* global_symbol 'scale_transpose'"
+    ):
+        tvm.build(mod)
