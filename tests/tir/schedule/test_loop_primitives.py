@@ -368,6 +368,28 @@ def test_illegal_applications_raise_and_leave_the_schedule_unchanged(func, call,
     assert_refused(sch, lambda: call(sch, loops, blocks), message)
 
 
+@pytest.mark.parametrize("kind", ["parallel", "vectorize"])
+def test_a_loop_over_both_halves_of_a_decomposed_reduction_is_refused_with_the_order_to_use(
+    kind,
+):
+    # Y_init and Y_update both write Y under i: neither is the loop's only writer (TVM's
+    # "local dominant" condition), while block Y before decompose_reduction was.
+    sch = tir.Schedule(mm_relu)
+    i, _, k = _loops(sch)
+    sch.decompose_reduction(sch.get_block("Y"), k)
+    assert_refused(
+        sch,
+        lambda: getattr(sch, kind)(i),
+        f"{kind}: block 'Y_init' under loop 'i' is not the only block writing buffer 'Y', "
+        "so the loop's iterations may depend on each other; blocks 'Y_init' and 'Y_update' "
+        f"are the init and update of one reduction split by decompose_reduction: call {kind} "
+        "on loop 'i' before decompose_reduction",
+    )
+    before = tir.Schedule(mm_relu)
+    getattr(before, kind)(_loops(before)[0])  # the order the message gives is accepted
+    before.decompose_reduction(before.get_block("Y"), _loops(before)[2])
+
+
 def test_handles_of_fused_loops_go_stale():
     sch = tir.Schedule(mm_relu)
     i, j, _ = _loops(sch)

@@ -332,6 +332,7 @@ def _set_kind(
             raise ScheduleError(
                 f"{kind}: block {realize.block.name_hint!r} under loop {_name(node)} {problem}, "
                 "so the loop's iterations may depend on each other"
+                + _decomposed_fix(sch, kind, realize, node)
             )
         _check_spatial_binding(kind, node, realize)
     binding = None
@@ -374,7 +375,7 @@ def _dataflow_problem(sch: ScheduleState, realize: S.BlockRealize, loop: S.For) 
     block = realize.block
     shared = _shared_outputs(sch, realize, loop)
     if shared:
-        return f"is not the only block writing buffer {shared[0]!r}"
+        return f"is not the only block writing buffer {shared[0][0]!r}"
     reduce_vars = set()
     for iv in block.iter_vars:
         if iv.iter_type == E.IterVarType.CommReduce:
@@ -424,10 +425,33 @@ def _same_indices(a: Sequence[E.PrimExpr], b: Sequence[E.PrimExpr]) -> bool:
     return len(a) == len(b) and all(expr_deep_equal(x, y) for x, y in zip(a, b))
 
 
-def _shared_outputs(sch: ScheduleState, realize: S.BlockRealize, loop: S.For) -> list[str]:
+def _decomposed_fix(sch: ScheduleState, kind: str, realize: S.BlockRealize, loop: S.For) -> str:
+    """The way out when the other writer is the other half of a reduction decompose_reduction
+    split (an init block of spatial iter vars beside an update block with reduce iter vars and
+    no T.init()): neither is the loop's only writer any more (TVM's "local dominant" condition
+    of a complete block), while the reduction before the split qualified."""
+    writers = [realize, *(other for _, other in _shared_outputs(sch, realize, loop))]
+    kinds = {
+        any(iv.iter_type == E.IterVarType.CommReduce for iv in w.block.iter_vars)
+        and w.block.init is None
+        for w in writers
+    }
+    if len(writers) != 2 or kinds != {True, False}:
+        return ""
+    names = " and ".join(repr(w.block.name_hint) for w in writers)
+    return (
+        f"; blocks {names} are the init and update of one reduction split by "
+        f"decompose_reduction: call {kind} on loop {_name(loop)} before decompose_reduction"
+    )
+
+
+def _shared_outputs(
+    sch: ScheduleState, realize: S.BlockRealize, loop: S.For
+) -> list[tuple[str, S.BlockRealize]]:
     """The buffers ``realize``'s block writes that another block of its scope under ``loop``
-    writes too. A writer outside ``loop`` runs before or after all of its iterations, so it
-    does not matter (``Y_update`` beside the loop of a decomposed reduction's ``Y_init``)."""
+    writes too, each with that other block. A writer outside ``loop`` runs before or after all
+    of its iterations, so it does not matter (``Y_update`` beside the loop of a decomposed
+    reduction's ``Y_init``)."""
     within: S.Stmt | None = sch.parent_of(realize)
     while within is not loop and not isinstance(within, S.Block):
         within = sch.parent_of(within)
@@ -439,7 +463,7 @@ def _shared_outputs(sch: ScheduleState, realize: S.BlockRealize, loop: S.For) ->
             continue
         for region in other.block.writes:
             if id(region.buffer) in written:
-                shared.append(written[id(region.buffer)])
+                shared.append((written[id(region.buffer)], other))
     return shared
 
 
