@@ -16,7 +16,8 @@ any other node                 the IR's own tree; ``tree=True`` forces it for an
 =============================  ============================================================
 
 ``graph_diff(before, after)`` draws ``after`` with what is new outlined and what is gone greyed;
-``svg(obj)`` renders a picture; ``html(obj)`` is highlighted TVMScript; ``diff(before, after)``
+``svg(obj)`` renders a picture and ``svg_image(svg, description)`` writes it into HTML as an
+``<img>`` that fits its column; ``html(obj)`` is highlighted TVMScript; ``diff(before, after)``
 compares two printed programs. ``mimebundle(node)`` is what a notebook shows for a node. This
 package is imported only when one of these is used (the core never imports it).
 """
@@ -38,6 +39,7 @@ from mlckit.tir.schedule.trace import Trace
 from mlckit.tir.stmt import Stmt
 
 from .dot import GraphvizMissingWarning, dot_program, render
+from .embed import Digraph, svg_image
 from .ir_tree import ir_tree_picture
 from .loop_tree import loop_picture
 from .module_graph import module_picture
@@ -80,7 +82,8 @@ def picture(
 
 
 def graph(obj: Any, **options: Any) -> Any:
-    """A ``graphviz.Digraph`` of ``obj``; in a notebook it displays itself."""
+    """A ``graphviz.Digraph`` of ``obj`` (:class:`Digraph`); in a notebook it shows itself as
+    a picture that fits the column, also in a notebook JupyterLab does not trust."""
     dot_program()  # points the graphviz bindings at a dot program if only graphviz-pure has one
     return picture(obj, **options).to_digraph()
 
@@ -116,7 +119,8 @@ def mimebundle(node: Any, include: Any = None, exclude: Any = None) -> dict[str,
         page = html(node)
         if picture_svg is not None:
             summary = '<summary style="cursor: pointer">picture</summary>'
-            page += f"<details>{summary}{picture_svg}</details>"
+            image = svg_image(picture_svg, f"picture of this {type(node).__name__}")
+            page += f"<details>{summary}{image}</details>"
         bundle["text/html"] = page
     return bundle
 
@@ -133,6 +137,7 @@ def _display_svg(node: Any) -> str | None:
 
 
 __all__ = [
+    "Digraph",
     "GraphvizMissingWarning",
     "Picture",
     "ScriptDiff",
@@ -144,4 +149,5 @@ __all__ = [
     "mimebundle",
     "picture",
     "svg",
+    "svg_image",
 ]

@@ -32,10 +32,11 @@ def module_picture(mod: IRModule, *, rankdir: str = "LR") -> Picture:
         ids[name] = pic.new_id("fn", name)
         if isinstance(func, PrimFunc):
             blocks, loops = _count_tir(func)
+            counts = f"{style.counted(blocks, 'block')}, {style.counted(loops, 'loop')}"
             lines = [
                 style.small("T.prim_func"),
                 style.bold(name),
-                style.small(f"{blocks} blocks, {loops} loops", 10),
+                style.small(counts, 10),
             ]
             pattern = primfunc_pattern(func)
             pic.node(
@@ -52,7 +53,7 @@ def module_picture(mod: IRModule, *, rankdir: str = "LR") -> Picture:
             lines = [
                 style.small(caption),
                 style.bold(name),
-                style.small(f"{bindings} bindings", 10),
+                style.small(style.counted(bindings, "binding"), 10),
             ]
             pic.node(
                 ids[name],

@@ -64,9 +64,9 @@ class Picture:
 
     # ------------------------------------------------------------------ rendering
     def to_digraph(self, name: str = "mlckit") -> Any:
-        import graphviz
+        from .embed import Digraph
 
-        graph = graphviz.Digraph(
+        graph = Digraph(
             name,
             graph_attr={"fontname": style.FONT, "fontsize": "12", **self.graph_attrs},
             node_attr={"fontname": style.FONT, "fontsize": "12", "color": style.INK},

@@ -132,6 +132,11 @@ def shape_text(sinfo: Any) -> str:
     return compact_sinfo(sinfo) if sinfo is not None else ""
 
 
+def counted(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural unless there is one: ``1 block``, ``2 blocks``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def clip(text: str, width: int = 64) -> str:
     """One line of at most ``width`` characters (long statements end in ``...``)."""
     text = " ".join(text.split())

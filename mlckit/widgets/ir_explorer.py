@@ -22,7 +22,7 @@ from mlckit.relax.expr import Binding, Call, Function, MatchCast, Var
 from mlckit.script.printer import highlight_html
 from mlckit.tir.function import PrimFunc
 
-from .static_html import inline_svg, note, shown_safely
+from .static_html import note, panel, picture, shown_safely
 
 _LABEL_WIDTH = 72
 # No-break spaces: a browser collapses ordinary spaces at the start of a list entry.
@@ -121,9 +121,9 @@ class IRExplorer(w.VBox):
             rows=min(18, max(len(self.items), 2)),
             layout=w.Layout(width="42em"),
         )
-        self.struct_info_view = w.HTML()
-        self.script_view = w.HTML()
-        self.picture_view = w.HTML()
+        self.struct_info_view = panel()
+        self.script_view = panel()
+        self.picture_view = panel()
         self.title = w.HTML()
         tabs = w.Tab(children=[self.script_view, self.picture_view])
         tabs.set_title(0, "TVMScript")
@@ -131,7 +131,11 @@ class IRExplorer(w.VBox):
         self.tabs = tabs
         self._pictures: dict[int, str] = {}
         self.selector.observe(lambda change: self.show(change["new"]), names="value")
-        details = w.VBox([self.title, w.Label("struct info:"), self.struct_info_view, tabs])
+        # The views take the width the list leaves, and no more: what is wider scrolls.
+        details = w.VBox(
+            [self.title, w.Label("struct info:"), self.struct_info_view, tabs],
+            layout=w.Layout(flex="1 1 0%", min_width="0"),
+        )
         super().__init__([w.HBox([self.selector, details])])
         if self.items:
             self.show(0)
@@ -162,13 +166,15 @@ class IRExplorer(w.VBox):
 
     def _picture(self, item: Item) -> str:
         if item.kind == "function":
-            return inline_svg(viz.svg(self.mod, function=item.function))
+            return picture(viz.svg(self.mod, function=item.function), f"picture of {item.function}")
+        label = item.label.strip()
         if isinstance(item.node, Binding):
             called = callee(item.node, self.mod)
             if called is not None:
-                return note(f"calls {called}:") + inline_svg(viz.svg(self.mod, function=called))
-            return inline_svg(viz.svg(item.node.value))
-        return inline_svg(viz.svg(item.node.struct_info))
+                svg = viz.svg(self.mod, function=called)
+                return note(f"calls {called}:") + picture(svg, f"picture of {called}")
+            return picture(viz.svg(item.node.value), f"picture of {label}")
+        return picture(viz.svg(item.node.struct_info), f"struct info of {label}")
 
 
 def _var_name(node: Node) -> str | None:

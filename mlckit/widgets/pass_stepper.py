@@ -36,8 +36,9 @@ from .static_html import (
     details,
     error_box,
     error_text,
-    inline_svg,
     note,
+    panel,
+    picture,
     shown_safely,
 )
 
@@ -158,10 +159,12 @@ class PassStepper:
 
         def draw() -> str:
             options = self._picture_options(step.after, step.before)
+            drawn = options.get("function", "the module")
             if step.before is None:
-                return inline_svg(viz.svg(step.after, **options))
+                return picture(viz.svg(step.after, **options), f"picture of {drawn}")
             data = render(viz.graph_diff(step.before, step.after, **options), "svg")
-            return inline_svg(None if data is None else data.decode("utf-8"))
+            svg = None if data is None else data.decode("utf-8")
+            return picture(svg, f"picture of {drawn} after {step.name}, its changes outlined")
 
         return shown_safely(draw)
 
@@ -226,9 +229,9 @@ class PassStepperWidget(w.VBox):
         self.prev_button = w.Button(description="prev", icon="arrow-left")
         self.next_button = w.Button(description="next", icon="arrow-right")
         self.title = w.HTML()
-        self.diff_view = w.HTML()
-        self.picture_view = w.HTML()
-        self.script_view = w.HTML()
+        self.diff_view = panel()
+        self.picture_view = panel()
+        self.script_view = panel()
         tabs = w.Tab(children=[self.diff_view, self.picture_view, self.script_view])
         for index, name in enumerate(["diff", "picture", "TVMScript"]):
             tabs.set_title(index, name)

@@ -44,8 +44,9 @@ from .static_html import (
     details,
     error_box,
     error_text,
-    inline_svg,
     note,
+    panel,
+    picture,
     shown_safely,
 )
 
@@ -55,10 +56,13 @@ from .static_html import (
 class PrimitiveForm:
     """Which arguments a primitive takes, in call order, and a line of help. The arguments are
     ``block`` (a block's name), ``loop`` (a loop's label), ``loops`` (several labels, in order),
-    ``factors`` (``"None, 4"``), ``buffer_index`` and ``factor_axis`` (ints), ``scope``."""
+    ``factors`` (``"None, 4"``), ``buffer_index`` and ``factor_axis`` (ints), ``scope``.
+    ``min_loops`` is how many ``loops`` make sense: TVM takes a reorder or a fuse of one loop
+    and does nothing, which in the explorer is a mistake in the list of loops."""
 
     arguments: tuple[str, ...]
     help: str
+    min_loops: int = 0
 
 
 PRIMITIVES: dict[str, PrimitiveForm] = {
@@ -66,8 +70,12 @@ PRIMITIVES: dict[str, PrimitiveForm] = {
         ("loop", "factors"),
         "split a loop into nested loops; factors multiply to its extent, one may be None",
     ),
-    "fuse": PrimitiveForm(("loops",), "fuse directly nested loops (outermost first) into one"),
-    "reorder": PrimitiveForm(("loops",), "put the chosen loops in this order, outermost first"),
+    "fuse": PrimitiveForm(
+        ("loops",), "fuse directly nested loops (outermost first) into one", min_loops=2
+    ),
+    "reorder": PrimitiveForm(
+        ("loops",), "put the chosen loops in this order, outermost first", min_loops=2
+    ),
     "parallel": PrimitiveForm(("loop",), "run the iterations of a loop on all CPU cores"),
     "vectorize": PrimitiveForm(("loop",), "mark an innermost loop for SIMD instructions"),
     "unroll": PrimitiveForm(("loop",), "write out every iteration of a loop"),
@@ -225,6 +233,11 @@ class ScheduleSteps:
                 values.append(self._loop_rv(sch, self._loop_named(value, primitive)))
             elif name == "loops":
                 names = [value] if isinstance(value, str) else list(value)
+                if len(names) < form.min_loops:
+                    raise ScheduleError(
+                        f"{primitive}: choose at least {form.min_loops} loops, in order "
+                        f"(chosen: {', '.join(names)}); a {primitive} of one loop changes nothing"
+                    )
                 values += [self._loop_rv(sch, self._loop_named(n, primitive)) for n in names]
             elif name == "factors":
                 values.append(parse_factors(value) if isinstance(value, str) else list(value))
@@ -329,9 +342,10 @@ class ScheduleSteps:
     def picture_html(self, index: int) -> str:
         func = self.steps[index].func
         if index == 0:
-            return inline_svg(viz.svg(func))
+            return picture(viz.svg(func), "loop nest as given")
         data = render(viz.graph_diff(self.steps[index - 1].func, func), "svg")
-        return inline_svg(None if data is None else data.decode("utf-8"))
+        svg = None if data is None else data.decode("utf-8")
+        return picture(svg, f"loop nest after {self.steps[index].title}, its changes outlined")
 
     def trace_text(self) -> str:
         lines = self.current.schedule.trace.as_python()
@@ -341,10 +355,10 @@ class ScheduleSteps:
     def chart_html(self, current: int | None = None) -> str:
         if not self.measure:
             return note("timing is off (measure=False)")
-        return inline_svg(time_chart_svg(self.steps, current))
+        return picture(time_chart_svg(self.steps, current), "run time of every step (bar chart)")
 
     def static(self) -> StaticSteps:
-        """The steps as a stepper that needs no kernel (highlighted code and SVGs inline)."""
+        """The steps as a stepper that needs no kernel (highlighted code and pictures inline)."""
         steps = []
         for index, step in enumerate(self.steps):
             body = (
@@ -416,6 +430,19 @@ def time_chart_svg(steps: list[ScheduleStep], current: int | None = None) -> str
     return out.getvalue()
 
 
+def kept_choice(chosen: str | None, options: list[str]) -> str | None:
+    """What a dropdown shows after a step: the ``chosen`` label if it is still an option, else
+    the one option for the same loop (``"j_0 (Y)"`` became ``"j_0 (Y, Z)"`` when a block moved
+    under it), else the first option."""
+    if chosen in options:
+        return chosen
+    if chosen is not None:
+        same = [o for o in options if o.split(" (")[0] == chosen.split(" (")[0]]
+        if len(same) == 1:
+            return same[0]
+    return options[0] if options else None
+
+
 def _primitive_of(step: ScheduleStep) -> str:
     if not step.lines:
         return "start"
@@ -425,14 +452,18 @@ def _primitive_of(step: ScheduleStep) -> str:
 
 
 # ------------------------------------------------------------------------------ the widget
+_SMALL_BUTTON = {"width": "6em"}
+
+
 class ScheduleExplorer(w.VBox):
     """The live explorer (see the module doc); takes what :class:`ScheduleSteps` takes.
 
     Its controls are attributes, so a test or a notebook can drive it: ``primitive``, ``block``,
-    ``loop``, ``loops``, ``factors``, ``buffer_index``, ``scope``, ``factor_axis``,
-    ``apply_button``, ``undo_button``; ``message`` shows what happened (an error included), and
-    ``script_view``, ``diff_view``, ``source_view``, ``picture_view``, ``chart_view`` and
-    ``trace_view`` show the current step.
+    ``loop``, ``loops`` (filled by choosing in ``loop_choice`` and pressing ``add_loop_button``),
+    ``factors``, ``buffer_index``, ``scope``, ``factor_axis``, ``apply_button``,
+    ``undo_button``; ``message`` shows what happened (an error included, until the next apply
+    or another primitive), and ``script_view``, ``diff_view``, ``source_view``,
+    ``picture_view``, ``chart_view`` and ``trace_view`` show the current step.
     """
 
     def __init__(self, func: PrimFunc | IRModule, **options: Any):
@@ -442,7 +473,12 @@ class ScheduleExplorer(w.VBox):
         )
         self.block = w.Dropdown(description="block")
         self.loop = w.Dropdown(description="loop")
+        # Typing into a TagsInput adds a loop on Tab but not on Enter inside JupyterLab, so a
+        # list typed with Enter silently held one loop: loops are added from a dropdown.
         self.loops = w.TagsInput(allow_duplicates=False)
+        self.loop_choice = w.Dropdown(layout=w.Layout(width="16em"))
+        self.add_loop_button = w.Button(description="add", icon="plus", layout=_SMALL_BUTTON)
+        self.clear_loops_button = w.Button(description="clear", layout=_SMALL_BUTTON)
         self.factors = w.Text(value="None, 4", description="factors")
         self.buffer_index = w.BoundedIntText(value=0, min=0, max=64, description="buffer index")
         self.scope = w.Text(value="global", description="scope")
@@ -451,16 +487,22 @@ class ScheduleExplorer(w.VBox):
         self.apply_button = w.Button(description="apply", button_style="primary")
         self.undo_button = w.Button(description="undo", icon="undo")
         self.message = w.HTML()
-        self.script_view = w.HTML()
-        self.diff_view = w.HTML()
-        self.source_view = w.HTML()
-        self.picture_view = w.HTML()
-        self.chart_view = w.HTML()
+        self.script_view = panel()
+        self.diff_view = panel()
+        self.source_view = panel()
+        self.picture_view = panel()
+        self.chart_view = panel()
         self.trace_view = w.Textarea(layout=w.Layout(width="100%", height="10em"))
         self._fields: dict[str, w.Widget] = {
             "block": self.block,
             "loop": self.loop,
-            "loops": w.VBox([w.Label("loops, in order:"), self.loops]),
+            "loops": w.VBox(
+                [
+                    w.Label("loops, outermost first: choose one, press add, and again"),
+                    w.HBox([self.loop_choice, self.add_loop_button, self.clear_loops_button]),
+                    self.loops,
+                ]
+            ),
             "factors": self.factors,
             "buffer_index": self.buffer_index,
             "scope": self.scope,
@@ -481,6 +523,8 @@ class ScheduleExplorer(w.VBox):
         self.primitive.observe(lambda _: self._show_form(), names="value")
         self.apply_button.on_click(lambda _: self.apply_form())
         self.undo_button.on_click(lambda _: self.undo())
+        self.add_loop_button.on_click(lambda _: self.add_loop())
+        self.clear_loops_button.on_click(lambda _: setattr(self.loops, "value", []))
         super().__init__(
             [
                 w.HBox([self.primitive, self.help]),
@@ -507,6 +551,12 @@ class ScheduleExplorer(w.VBox):
         self._refresh()
         self._say(f"<code>{htmllib.escape(step.title)}</code>")
         return True
+
+    def add_loop(self) -> None:
+        """Append the loop chosen in ``loop_choice`` to ``loops`` (once)."""
+        chosen = self.loop_choice.value
+        if chosen is not None and chosen not in self.loops.value:
+            self.loops.value = [*self.loops.value, chosen]
 
     def undo(self) -> bool:
         try:
@@ -539,17 +589,24 @@ class ScheduleExplorer(w.VBox):
         for name, field in self._fields.items():
             field.layout.display = "" if name in form.arguments else "none"
         self.help.value = f'<span style="color: #555555">{htmllib.escape(form.help)}</span>'
+        self._say("")  # what the last primitive said is not about this one
 
     def _refresh(self) -> None:
         history = self.history
         index = len(history.steps) - 1
         blocks = history.block_names()
         labels = list(history.loops())
-        # Keep the student's choices where the step left them in place.
-        for dropdown, options in ((self.block, blocks), (self.loop, labels)):
-            chosen = dropdown.value
-            dropdown.options = options
-            dropdown.value = chosen if chosen in options else (options[0] if options else None)
+        # Keep the student's choices where the step left them in place. Options and value go
+        # to the browser as one message, which then shows the kept choice, not the first.
+        for dropdown, options in (
+            (self.block, blocks),
+            (self.loop, labels),
+            (self.loop_choice, labels),
+        ):
+            with dropdown.hold_sync():
+                chosen = dropdown.value
+                dropdown.options = options
+                dropdown.value = kept_choice(chosen, options)
         self.loops.allowed_tags = labels
         self.loops.value = [label for label in self.loops.value if label in labels]
         self.undo_button.disabled = index == 0

@@ -2,9 +2,11 @@
 
 A Jupyter Book page has no kernel, so ipywidgets there are dead controls. :class:`StaticSteps`
 is what a stepper becomes for such a page (and for any browser): each step's HTML (highlighted
-code, diffs, inline SVG pictures) is written into the page, and a few lines of JavaScript with
-no library behind them show one step at a time. Without JavaScript (a page viewer that strips
-scripts) every step stays visible, one under the other, each under its own heading.
+code, diffs, pictures) is written into the page, and a few lines of JavaScript with no library
+behind them show one step at a time. Without JavaScript (a page viewer that strips scripts, as
+JupyterLab does for a notebook it does not trust) every step stays visible, one under the
+other, each under its own heading; pictures are ``<img>`` elements with the SVG as a data URI
+(:func:`picture`), which such a viewer keeps, scaled to the column.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ import html as htmllib
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from mlckit.errors import MLCError
+from mlckit.viz.embed import svg_image
+from mlckit.viz.style import counted
 
 # Shared by the live widgets, so a step looks the same in a notebook and in the book.
 ERROR_STYLE = (
@@ -146,8 +151,7 @@ class StaticSteps:
 
     def __repr__(self) -> str:
         # Short: a notebook saves this as the text/plain twin of the (large) HTML.
-        count = len(self.steps)
-        return f"<StaticSteps {self.title!r}: {count} step{'s' * (count != 1)}>"
+        return f"<StaticSteps {self.title!r}: {counted(len(self.steps), 'step')}>"
 
     def page(self) -> str:
         """A complete HTML document holding the stepper, to open in any browser."""
@@ -163,12 +167,20 @@ class StaticSteps:
             f.write(self.page())
 
 
-def inline_svg(svg: str | None, missing: str = "no picture: Graphviz's dot was not found") -> str:
-    """An SVG document as an HTML fragment (its XML prolog and doctype dropped), or a note."""
-    if svg is None:
-        return note(missing)
-    start = svg.find("<svg")
-    return svg[start:] if start >= 0 else svg
+def picture(
+    svg: str | None, description: str, missing: str = "no picture: Graphviz's dot was not found"
+) -> str:
+    """An SVG document as an ``<img>`` that fits its column and survives an untrusted notebook
+    (:func:`mlckit.viz.svg_image`; ``description`` becomes its alt text), or a note."""
+    return note(missing) if svg is None else svg_image(svg, description)
+
+
+def panel() -> Any:
+    """An ipywidgets ``HTML`` view for a live widget's code or picture: no wider than the
+    widget, scrolling what is wider (a long line, a large picture) instead of spilling out."""
+    import ipywidgets as w
+
+    return w.HTML(layout=w.Layout(max_width="100%", overflow="auto"))
 
 
 def note(text: str) -> str:
