@@ -18,6 +18,11 @@ def test_demo_runs() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert "class Module:" in out.stdout  # the IR it starts from
+    # What heading 2 says of the scheduled `linear` is what its printout shows.
+    scheduled = out.stdout[out.stdout.index("== 2.") : out.stdout.index("== 3.")]
+    assert "the sum's init is split out, no loop is tiled" in scheduled
+    assert 'T.block("Y_init")' in scheduled
+    assert "T.parallel" not in scheduled and "_0" not in scheduled
     assert "def linear(X, W, B, Z):" in out.stdout  # the code it generated
     assert "== 4. Predictions" in out.stdout
     assert out.stdout.count(" ok") == 4 and "WRONG" not in out.stdout
