@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -68,23 +69,44 @@ def read_source(source: Path):
     return notebook
 
 
-def execute_notebook(source: Path) -> Path:
-    """Write ``source``'s notebook next to it, executed in the chapters folder, outputs saved."""
-    import nbformat
+def execute(notebook: Any, cwd: Path, name: str) -> None:
+    """Run every cell of ``notebook`` in a fresh kernel started in ``cwd``, saving the outputs
+    in it; a failing cell raises a BookError that names the notebook (``name``)."""
+    from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
+    # The kernel talks to us over local sockets (IPC) rather than TCP on localhost: no port is
+    # opened, and ipykernel has nothing to warn about (over TCP it logs, for every notebook,
+    # that the traffic is not encrypted). The sockets are files named after the connection
+    # file, which must be an absolute path: the kernel runs in ``cwd``, not in ours. Windows has
+    # no IPC sockets in ZeroMQ.
+    transport = "tcp" if sys.platform == "win32" else "ipc"
+    with tempfile.TemporaryDirectory(prefix="mlckit-kernel-") as sockets:
+        manager = KernelManager(
+            kernel_name="python3",
+            transport=transport,
+            connection_file=str(Path(sockets) / "kernel.json"),
+        )
+        client = NotebookClient(
+            notebook,
+            km=manager,
+            timeout=CELL_TIMEOUT_S,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(cwd)}},
+        )
+        try:
+            client.execute()
+        except CellExecutionError as err:
+            raise BookError(f"{name}: a cell failed:\n{err}") from None
+
+
+def execute_notebook(source: Path) -> Path:
+    """Write ``source``'s notebook next to it, executed in the chapters folder, outputs saved."""
+    import nbformat
+
     notebook = read_source(source)
-    client = NotebookClient(
-        notebook,
-        timeout=CELL_TIMEOUT_S,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(source.parent)}},
-    )
-    try:
-        client.execute()
-    except CellExecutionError as err:
-        raise BookError(f"{source.name}: a cell failed:\n{err}") from None
+    execute(notebook, source.parent, source.name)
     target = source.with_suffix(".ipynb")
     nbformat.write(notebook, target)
     return target
@@ -279,12 +301,9 @@ def config(book: Book) -> dict[str, Any]:
         "author": book.author,
         "copyright": "",
         "only_build_toc_files": True,
-        "execute": {
-            # Every build runs every chapter, so a chapter that no longer runs fails the build.
-            "execute_notebooks": "force",
-            "allow_errors": False,
-            "timeout": CELL_TIMEOUT_S,
-        },
+        # build() runs every chapter itself (a chapter that no longer runs fails the build), as
+        # `notebooks` does, and the book shows the outputs it saved.
+        "execute": {"execute_notebooks": "off"},
         # Nothing that needs the network: no launch buttons, no live code, no repository links.
         "launch_buttons": {
             "binderhub_url": "",
@@ -394,7 +413,10 @@ def stage(book: Book, dest: Path) -> Path:
 
 
 def build(book: Book, out: Path = BUILD_DIR) -> Path:
-    """Stage the book under ``out/src`` and build its HTML; returns the index page."""
+    """Stage the book under ``out/src``, execute every chapter there (a failing cell in any of
+    them fails the build, after all are run) and build its HTML; returns the index page."""
+    import nbformat
+
     try:
         import jupyter_book  # noqa: F401
     except ImportError:
@@ -402,8 +424,20 @@ def build(book: Book, out: Path = BUILD_DIR) -> Path:
             'building the book needs Jupyter Book: pip install -e ".[docs]" (`make book` does it)'
         ) from None
     src = stage(book, out / "src")
-    # -W: a warning (a broken link, a failing cell) fails the build; --keep-going: after all
-    # of them are reported.
+    failures = []
+    for chapter in book.written:
+        staged = src / f"{staged_name(chapter)}.ipynb"
+        notebook = nbformat.read(staged, as_version=4)
+        try:
+            execute(notebook, src, staged.name)
+        except BookError as err:
+            failures.append(str(err))
+            continue
+        nbformat.write(notebook, staged)
+    if failures:
+        raise BookError("the book did not build:\n" + "\n".join(failures))
+    # -W: a warning (a broken link, a page that does not parse) fails the build; --keep-going:
+    # after all of them are reported.
     # jupyter_book has no `python -m` entry point; this is its `jupyter-book` command.
     command = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()"]
     options = ["build", str(src), "-W", "--keep-going"]

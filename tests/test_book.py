@@ -248,8 +248,8 @@ def test_staged_book_is_what_book_yml_says(small_book: Path, tmp_path: Path):
     config = yaml.safe_load((src / "_config.yml").read_text())
     assert config == book.config(definition)
     assert (config["title"], config["author"]) == ("A small book", "Its authors")
-    assert config["execute"]["execute_notebooks"] == "force"
-    assert config["execute"]["allow_errors"] is False
+    # build() executes the chapters itself (over IPC, see book.execute); Jupyter Book does not.
+    assert config["execute"]["execute_notebooks"] == "off"
     assert config["sphinx"]["config"]["myst_heading_anchors"] == 3
     assert config["launch_buttons"]["thebe"] is False
     assert not any(v for k, v in config["launch_buttons"].items() if k.endswith("_url"))
@@ -304,6 +304,20 @@ def test_missing_notebook_says_how_to_make_it(small_book: Path):
 def test_build_command_reports_errors(tmp_path: Path, capsys):
     assert book.main(["build", "--book", str(tmp_path / "nope.yml")]) == 1
     assert "error: cannot read the book definition" in capsys.readouterr().err
+
+
+def test_execute_saves_outputs_and_the_kernel_does_not_warn(tmp_path: Path, capfd):
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
+    book.execute(notebook, tmp_path, "answer.ipynb")
+    assert notebook.cells[0].outputs[0]["text"] == "42\n"
+    # The kernel's log goes to this process's stderr: over TCP it warned of plain-text traffic.
+    assert "without encryption" not in capfd.readouterr().err
+
+
+def test_execute_names_the_notebook_of_a_failing_cell(tmp_path: Path):
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 / 0")])
+    with pytest.raises(BookError, match="(?s)broken.ipynb: a cell failed:.*ZeroDivisionError"):
+        book.execute(notebook, tmp_path, "broken.ipynb")
 
 
 @pytest.mark.slow
