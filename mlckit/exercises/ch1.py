@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,14 @@ from mlckit.tir import IterVar, PrimFunc
 from mlckit.tir.stmt import Block
 from mlckit.tir.stmt_functor import post_order_visit
 
-from .checks import as_prim_func, assert_close, program_diff, random_inputs, run_prim_func
+from .checks import (
+    GARBAGE_FILLS,
+    as_prim_func,
+    assert_close,
+    prim_func_runner,
+    program_diff,
+    random_inputs,
+)
 from .core import Mismatch, exercise
 from .solutions import ch1 as solutions
 
@@ -46,12 +54,11 @@ def _generated_python(func: PrimFunc, name: str) -> str:
 
 
 def _generated_diff(answer: PrimFunc, target: PrimFunc, name: str) -> Any:
-    """The generated Python of the target beside the answer's: what each program means."""
+    """The answer's generated Python against the target's: what each program means."""
     return program_diff(
-        _generated_python(target, name),
         _generated_python(answer, name),
-        names=("target (generated Python)", "yours (generated Python)"),
-        context=20,
+        _generated_python(target, name),
+        names=("yours (generated Python)", "expected (generated Python)"),
     )
 
 
@@ -78,14 +85,36 @@ def _uses_whole_array_product(func: Callable[..., Any]) -> bool:
     return False
 
 
+@contextmanager
+def _empty_holds(fill: float) -> Iterator[None]:
+    """While the answer runs, ``np.empty`` and ``np.empty_like`` hand out arrays holding
+    ``fill`` instead of whatever the memory held: a temporary the answer never sets then
+    holds a known value, and two runs with two fills show that the result depends on it."""
+    saved = np.empty, np.empty_like
+
+    def empty(shape: Any, dtype: Any = float, order: str = "C", **_: Any) -> np.ndarray:
+        return np.full(shape, fill, dtype, order)
+
+    def empty_like(prototype: Any, dtype: Any = None, order: str = "K", **kw: Any) -> np.ndarray:
+        return np.full_like(prototype, fill, dtype, order, **kw)
+
+    np.empty, np.empty_like = empty, empty_like
+    try:
+        yield
+    finally:
+        np.empty, np.empty_like = saved
+
+
 def _call_linear_relu(
     answer: Callable[..., Any], x: np.ndarray, w: np.ndarray, b: np.ndarray, fill: float
 ) -> tuple[Any, np.ndarray]:
-    """Run the answer on copies of the inputs and a destination filled with ``fill``."""
+    """Run the answer on copies of the inputs and a destination filled with ``fill`` (any
+    np.empty it calls holds ``fill`` too)."""
     inputs = [x.copy(), w.copy(), b.copy()]
     z = np.full((x.shape[0], w.shape[0]), fill, dtype="float32")
     try:
-        returned = answer(*inputs, z)
+        with _empty_holds(fill):
+            returned = answer(*inputs, z)
     except IndexError as err:
         raise Mismatch(
             f"your function indexed past the end of an array (IndexError: {err}); the check "
@@ -101,6 +130,35 @@ def _call_linear_relu(
                 "intermediate values in an array of your own (np.empty)",
             )
     return returned, z
+
+
+# What a typical wrong answer computes instead (from X, W and B), the verdict, the fix.
+_LINEAR_MISTAKES: tuple[tuple[Callable[..., np.ndarray], str, str], ...] = (
+    (
+        lambda x, w, b: x @ w.T + b,
+        "Z holds X @ W.T + B: the ReLU is missing",
+        "apply the ReLU when writing Z: Z[i, j] = max(..., 0)",
+    ),
+    (
+        lambda x, w, b: np.maximum(x @ w.T, 0),
+        "Z holds max(X @ W.T, 0): the bias is missing",
+        "add B[j] to each Y[i, j] before the ReLU",
+    ),
+    (
+        lambda x, w, b: np.maximum(x[:, :-1] @ w[:, :-1].T + b, 0),
+        "each sum leaves out its last term (k = k_size - 1): the k loop stops one short",
+        "loop over range(k_size): it runs from 0 to k_size - 1",
+    ),
+    (
+        lambda x, w, b: np.maximum(x @ w.T + x.shape[1] * b, 0),
+        "B[j] is added k_size times: the bias is inside the k loop",
+        "add B[j] once, after the k loop, when writing Z[i, j]",
+    ),
+)
+_LINEAR_INIT_HINT = (
+    "Z and np.empty hold garbage: accumulate in a temporary that you set to 0 when k == 0, "
+    "then write Z[i, j]"
+)
 
 
 @exercise(
@@ -145,45 +203,31 @@ def check_lnumpy_linear_relu(answer: Any) -> None:
             "Y[i, j] at a time",
         )
     x, w, b = random_inputs(_LINEAR_SHAPES)
-    # NaN stands for the garbage a freshly allocated destination holds.
-    returned, z = _call_linear_relu(answer, x, w, b, fill=np.nan)
-    if np.isnan(z).all():
-        # Either Z was never written, or every element was read before being written: a run
-        # on a zero-filled Z tells the two apart.
-        _, z_from_zeros = _call_linear_relu(answer, x, w, b, fill=0.0)
-        if (z_from_zeros == 0).all():
-            if returned is not None:
-                raise Mismatch(
-                    "your function returned its result instead of writing it into Z "
-                    "(Z is unchanged)",
-                    "destination-passing style: the caller allocates Z and passes it in; "
-                    "assign Z[i, j] = ... inside your loops and return nothing",
-                )
+    fill, other_fill = GARBAGE_FILLS["f"]
+    returned, z = _call_linear_relu(answer, x, w, b, fill)
+    unwritten = (z == fill).all()
+    if unwritten and (_call_linear_relu(answer, x, w, b, other_fill)[1] == other_fill).all():
+        if returned is not None:
             raise Mismatch(
-                "your function did not write Z: every element still holds what was there "
-                "before the call",
-                "loop over every (i, j) of Z and assign Z[i, j]",
+                "your function returned its result instead of writing it into Z (Z is unchanged)",
+                "destination-passing style: the caller allocates Z and passes it in; "
+                "assign Z[i, j] = ... inside your loops and return nothing",
             )
-    if np.isnan(z).any():
-        index = tuple(int(i) for i in np.argwhere(np.isnan(z))[0])
         raise Mismatch(
-            f"Z[{', '.join(map(str, index))}] is NaN: it was read before it was first written",
-            "Z arrives holding garbage (NaN here), so Z[i, j] += ... adds to garbage: "
-            "accumulate in a temporary that you set to 0 when k == 0, then write Z[i, j]",
+            "your function did not write Z: every element still holds what was there "
+            "before the call",
+            "loop over every (i, j) of Z and assign Z[i, j]",
         )
-    linear = x @ w.T + b
-    expected = np.maximum(linear, 0)
-    if np.allclose(z, linear, atol=1e-4):
-        raise Mismatch(
-            "Z holds X @ W.T + B: the ReLU is missing",
-            "apply the ReLU when writing Z: Z[i, j] = max(..., 0)",
-        )
-    if np.allclose(z, np.maximum(x @ w.T, 0), atol=1e-4):
-        raise Mismatch(
-            "Z holds max(X @ W.T, 0): the bias is missing",
-            "add B[j] to each Y[i, j] before the ReLU",
-        )
-    assert_close(z, expected, "Z")
+    for computes, verdict, fix in _LINEAR_MISTAKES:
+        if np.allclose(z, computes(x, w, b), atol=1e-4):
+            raise Mismatch(verdict, fix)
+    assert_close(
+        z,
+        np.maximum(x @ w.T + b, 0),
+        "Z",
+        rerun=lambda fill: _call_linear_relu(answer, x, w, b, fill)[1],
+        init_hint=_LINEAR_INIT_HINT,
+    )
 
 
 # ------------------------------------------------------------------------ ch1.bias_relu
@@ -227,7 +271,8 @@ def _require_spatial(func: PrimFunc) -> None:
 def check_bias_relu(answer: Any) -> None:
     func = as_prim_func(answer)
     a, b = random_inputs([(4, 16), (16,)])
-    (c,) = run_prim_func(func, [a, b], [((4, 16), "float32")], fill=np.nan)
+    run = prim_func_runner(func, [a, b], [((4, 16), "float32")])
+    (c,) = run(np.nan)
     if np.allclose(c, np.maximum(a + b[:4, None], 0)):
         raise Mismatch(
             "C[i, j] is computed with B[i]: the bias is broadcast along the wrong axis",
@@ -237,7 +282,12 @@ def check_bias_relu(answer: Any) -> None:
         raise Mismatch(
             "C holds A + B: the ReLU is missing", "take T.max(..., T.float32(0)) of the sum"
         )
-    assert_close(c, np.maximum(a + b, 0), "C")
+    if np.allclose(c, a):
+        raise Mismatch(
+            "C holds A: neither the bias nor the ReLU is applied yet",
+            "the block's body is C[vi, vj] = T.max(A[vi, vj] + B[...], T.float32(0))",
+        )
+    assert_close(c, np.maximum(a + b, 0), "C", rerun=lambda fill: run(fill)[0])
     _require_spatial(func)
 
 
@@ -288,26 +338,29 @@ def check_row_sum(answer: Any) -> None:
     func = as_prim_func(answer)
     (a,) = random_inputs([(8, 16)])
     # NaN stands for the garbage B holds before the call: a sum without an init keeps it.
-    (b,) = run_prim_func(func, [a], [((8,), "float32")], fill=np.nan)
+    run = prim_func_runner(func, [a], [((8,), "float32")])
+    (b,) = run(np.nan)
     blocks = _blocks(func)
     try:
-        assert_close(b, a.sum(axis=1), "B")
+        if any(block.init is not None for block in blocks) and np.allclose(b, a[:, -1]):
+            raise Mismatch(
+                "each B[i] holds the last element of its row: your init runs on every "
+                "iteration (the generated code has no `if k == 0:`), since the block has no "
+                "reduction axis",
+                "an init runs when all reduction axes are at their first value; k is summed "
+                'over, so mark it "R"',
+            )
+        assert_close(
+            b,
+            a.sum(axis=1),
+            "B",
+            rerun=lambda fill: run(fill)[0],
+            init_hint="in the target the block's init sets B[vi] to 0 first: add "
+            '`with T.init(): B[vi] = T.float32(0)` and mark vk "R", so it runs when k == 0',
+        )
     except Mismatch as wrong:
-        if not any(block.init is not None for block in blocks):
-            hint = (
-                "B[vi] is read before it is ever set, so each sum starts from whatever B held "
-                "(NaN here): in the target, the block's init sets it first"
-            )
-        elif not any(_reduction_axes(block) for block in blocks):
-            hint = (
-                "your init runs on every iteration (the generated code has no `if k == 0:`): "
-                "an init runs when all reduction axes are at their first value, and your "
-                'block has none; k is summed over, so mark it "R"'
-            )
-        else:
-            hint = wrong.hint
         raise Mismatch(
-            wrong.message, hint, _generated_diff(func, solutions.row_sum(), "row_sum")
+            wrong.message, wrong.hint, _generated_diff(func, solutions.row_sum(), "row_sum")
         ) from None
     if not any(_reduction_axes(block) for block in blocks):
         raise Mismatch(

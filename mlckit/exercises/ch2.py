@@ -18,7 +18,13 @@ from mlckit.tir import For, ForKind, IntImm, IterVar, PrimFunc
 from mlckit.tir.analysis import block_nests, collect_vars
 from mlckit.tir.stmt import Block, BlockRealize
 
-from .checks import as_prim_func, assert_close, assert_same_program, random_inputs, run_prim_func
+from .checks import (
+    as_prim_func,
+    assert_close,
+    assert_same_program,
+    prim_func_runner,
+    random_inputs,
+)
 from .core import Mismatch, exercise
 from .solutions import ch2 as solutions
 
@@ -121,7 +127,8 @@ _GARBAGE = 1_000_003
 def check_broadcast_add(answer: Any) -> None:
     func = as_prim_func(answer)
     a, b = random_inputs([(4, 4), (4,)], "int64")
-    (c,) = run_prim_func(func, [a, b], [((4, 4), "int64")], fill=_GARBAGE)
+    run = prim_func_runner(func, [a, b], [((4, 4), "int64")])
+    (c,) = run(_GARBAGE)
     if np.array_equal(c, a + b[:, None]):
         raise Mismatch(
             "C[i, j] is A[i, j] + B[i]: B is broadcast along the wrong axis",
@@ -129,7 +136,7 @@ def check_broadcast_add(answer: Any) -> None:
         )
     if np.array_equal(c, a):
         raise Mismatch("C holds A: B is not added", "the body is C[vi, vj] = A[vi, vj] + B[...]")
-    assert_close(c, a + b, "C")
+    assert_close(c, a + b, "C", rerun=lambda fill: run(fill)[0])
     _check_axis_kinds(func)
 
 
@@ -174,7 +181,8 @@ def conv2d_reference(data: np.ndarray, weight: np.ndarray) -> np.ndarray:
 def check_conv2d(answer: Any) -> None:
     func = as_prim_func(answer)
     data, weight = random_inputs([(_N, _CI, _H, _W), (_CO, _CI, _K, _K)], "int64")
-    (out,) = run_prim_func(func, [data, weight], [(_OUT, "int64")], fill=_GARBAGE)
+    run = prim_func_runner(func, [data, weight], [(_OUT, "int64")])
+    (out,) = run(_GARBAGE)
     expected = conv2d_reference(data, weight)
     if not out.any():
         raise Mismatch(
@@ -194,7 +202,7 @@ def check_conv2d(answer: Any) -> None:
             "a deep-learning conv2d slides the kernel as it is: "
             "data[vn, vci, vh + vkh, vw + vkw] * weight[vco, vci, vkh, vkw]",
         )
-    assert_close(out, expected, "out")
+    assert_close(out, expected, "out", rerun=lambda fill: run(fill)[0])
     _check_axis_kinds(func)
 
 
@@ -260,11 +268,9 @@ _AXES = "nijk"
 _SPLITS = {"j": (16, 8), "k": (32, 4)}
 _ORDER = ("n", "i", "j", "k", "k", "j")
 _ACTION = {
-    "parallel": "sch.parallel(...); mlckit accepts it only while a single block writes Y "
-    "under the loop, so mark n before decompose_reduction",
-    "vectorized": "sch.vectorize(...)",
-    "unrolled": "sch.unroll(...)",
-    "serial": "leave it serial",
+    "vectorized": "sch.vectorize({loop})",
+    "unrolled": "sch.unroll({loop})",
+    "serial": "leave {loop} serial",
 }
 
 
@@ -273,10 +279,13 @@ def _walks(nest: _Nest, loop: For) -> str:
     return "+".join(_AXES[p] for p in nest.axes_of(loop)) or "-"
 
 
-def _bmm_hint(func: PrimFunc) -> str | None:
-    """What to change in a schedule of ``MyBmmRelu`` to reach ``TargetModule``: the first of
-    the split factors, the loop order, where C and Y_init are, and the loop kinds that
-    differs; None when none of these does (the generic hint then says what differs)."""
+def _bmm_verdict(func: PrimFunc) -> tuple[str, str] | None:
+    """What differs between a schedule of ``MyBmmRelu`` and ``TargetModule``, and the step
+    that fixes it: the first of the split factors, the loop order, where C is, whether the
+    batch loop is parallel, where Y_init is, and the other loop kinds that differs. The batch
+    loop's kind comes before decompose_reduction because mlckit refuses ``parallel`` on it
+    once Y is split in two. None when none of these differs (the generic verdict then says
+    what does)."""
     nests = _nests(func)
     update = nests.get("Y_update", nests.get("Y"))
     if update is None or "C" not in nests or len(update.realize.iter_values) != len(_AXES):
@@ -284,53 +293,65 @@ def _bmm_hint(func: PrimFunc) -> str | None:
     name = update.block.name_hint
     for axis, want in _SPLITS.items():
         have = tuple(_extent(loop) for loop in update.loops if _walks(update, loop) == axis)
+        split = f"sch.split({axis}, factors=[None, {want[1]}])"
         if len(have) == 1:
             return (
-                f"block {name!r}: your {axis} loop is not split (one loop of extent {have[0]}); "
-                f"the exercise asks for extents {want}: sch.split({axis}, factors=[None, "
-                f"{want[1]}])"
+                f"block {name!r}: your {axis} loop is not split (one loop of extent "
+                f"{have[0]}); the exercise asks for extents {want}",
+                split,
             )
         if have != want:
             return (
                 f"block {name!r}: your {axis} loop is split into extents "
-                f"({', '.join(map(str, have))}); the exercise asks for {want}"
+                f"({', '.join(map(str, have))}); the exercise asks for {want}",
+                f"{split} on the unsplit loop (start again from MyBmmRelu)",
             )
     order = tuple(_walks(update, loop) for loop in update.loops)
     if order != _ORDER:
         return (
             f"the loops around block {name!r} walk the axes ({', '.join(order)}), outermost "
-            f"first; the target's walk ({', '.join(_ORDER)}): sch.reorder(j_0, k_0, k_1, j_1)"
+            f"first; the target's walk ({', '.join(_ORDER)})",
+            "sch.reorder(j_0, k_0, k_1, j_1)",
         )
-    j_0, k_0 = update.loops[2], update.loops[3]
+    n, j_0, k_0 = update.loops[0], update.loops[2], update.loops[3]
     c_loops = nests["C"].loops
     if len(c_loops) != 4 or c_loops[2] is not j_0:
         return (
-            "block C runs in a loop nest of its own, not under Y's j_0 loop (i2_0 in the "
-            "target): "
+            "block C runs in a loop nest of its own, not under Y's j_0 loop (i2_0 in the target)",
             "sch.reverse_compute_at(block_C, j_0) computes the ReLU of each 8-wide tile of Y "
-            "right after the tile, while it is still in the cache"
+            "right after the tile, while it is still in the cache",
+        )
+    if _kind(n) != "parallel":
+        batch = n.loop_var.name_hint
+        return (
+            f"your batch loop {batch} is {_kind(n)}; in the target it is parallel",
+            "mlckit refuses parallel on it once decompose_reduction has split Y in two: start "
+            f"again from MyBmmRelu and call sch.parallel({batch}) before decompose_reduction"
+            if "Y_init" in nests
+            else f"sch.parallel({batch}), before decompose_reduction (after it, mlckit refuses "
+            f"parallel on {batch}: two blocks then write Y under it)",
         )
     if "Y_init" not in nests:
         return (
-            "block Y still sets Y to 0 inside its reduction (its T.init()): "
-            "sch.decompose_reduction(block_Y, k_0) moves that into a block Y_init of its own, "
-            "in a loop before k_0"
+            "block Y still sets Y to 0 inside its reduction (its T.init()); the target sets "
+            "it in a block Y_init of its own, before the k_0 loop",
+            "sch.decompose_reduction(block_Y, k_0)",
         )
     init_loops = nests["Y_init"].loops
     if len(init_loops) != 4 or init_loops[2] is not j_0:
         return (
-            f"block Y_init is not right before the k_0 loop (loop {k_0.loop_var.name_hint}): "
-            "decompose the reduction at k_0, sch.decompose_reduction(block_Y, k_0)"
+            f"block Y_init is not right before the k_0 loop (loop {k_0.loop_var.name_hint})",
+            "decompose the reduction at k_0: sch.decompose_reduction(block_Y, k_0)",
         )
     target = _nests(as_prim_func(TargetModule))
     for block in ("Y_init", "Y_update", "C"):
         for have, want in zip(nests[block].loops, target[block].loops):
             if _kind(have) != _kind(want):
+                loop = have.loop_var.name_hint
                 return (
-                    f"block {block!r}: your loop {have.loop_var.name_hint} (extent "
-                    f"{_extent(have)}) is {_kind(have)}; the target's ({want.loop_var.name_hint}) "
-                    f"is {_kind(want)}: "
-                    f"{_ACTION[_kind(want)]}"
+                    f"block {block!r}: your loop {loop} (extent {_extent(have)}) is "
+                    f"{_kind(have)}; in the target it is {_kind(want)}",
+                    _ACTION.get(_kind(want), "sch.parallel({loop})").format(loop=loop),
                 )
     return None
 
@@ -366,9 +387,13 @@ def _bmm_hint(func: PrimFunc) -> str | None:
 def check_bmm_relu(answer: Any) -> None:
     func = as_prim_func(answer)
     a, b = random_inputs([(16, 128, 128), (16, 128, 128)])
-    (c,) = run_prim_func(func, [a, b], [((16, 128, 128), "float32")], fill=np.nan)
-    assert_close(c, np.maximum(a @ b, 0), "C")
-    try:
-        assert_same_program(func, as_prim_func(TargetModule))
-    except Mismatch as wrong:
-        raise Mismatch(wrong.message, _bmm_hint(func) or wrong.hint, wrong.diff) from None
+    run = prim_func_runner(func, [a, b], [((16, 128, 128), "float32")])
+    (c,) = run(np.nan)
+    assert_close(c, np.maximum(a @ b, 0), "C", rerun=lambda fill: run(fill)[0])
+    assert_same_program(
+        func,
+        as_prim_func(TargetModule),
+        # The reference schedule's loop names (n, j_0, ...) are the ones a student's get.
+        spellings=[as_prim_func(solutions.bmm_relu())],
+        verdict=_bmm_verdict,
+    )

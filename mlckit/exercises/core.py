@@ -104,9 +104,19 @@ def get_exercise(name: str) -> Exercise:
     )
 
 
+# A reply longer than this (in plain text) is trimmed: its diff keeps the hunks that fit.
+REPLY_LIMIT = 1200
+_FOLD_NOTE = "diff, yours against expected (print(result.diff) shows all of it):"
+
+
 @dataclass(frozen=True)
 class CheckResult:
-    """The verdict on one answer; true when it passed. Displays itself in a notebook."""
+    """The verdict on one answer; true when it passed. Displays itself in a notebook.
+
+    A wrong answer reads as a verdict (``message``: what is wrong, in one or two sentences),
+    then what to do (``hint``), then the diff of the answer against what was expected, folded
+    in a notebook and cut to the hunks that fit in :data:`REPLY_LIMIT` characters in text.
+    """
 
     exercise: str
     passed: bool
@@ -121,9 +131,11 @@ class CheckResult:
         lines = [f"{'✓' if self.passed else '✗'} {self.exercise}: {self.message}"]
         if self.hint:
             lines.append(f"hint: {self.hint}")
-        if self.diff is not None:
-            lines += ["", self.diff.text]
-        return "\n".join(lines)
+        head = "\n".join(lines)
+        if self.diff is None or not self.diff.changed:
+            return head
+        room = REPLY_LIMIT - 50 - len(head) - len(_FOLD_NOTE)
+        return "\n".join([head, _FOLD_NOTE, _trimmed(self.diff.text, room)])
 
     def __repr__(self) -> str:
         return str(self)
@@ -139,9 +151,44 @@ class CheckResult:
         ]
         if self.hint:
             parts.append(f"<div><b>hint:</b> {html.escape(self.hint)}</div>")
-        if self.diff is not None:
-            parts.append(self.diff.html(side_by_side=True))
+        if self.diff is not None and self.diff.changed:
+            left, right = self.diff.names
+            parts.append(
+                '<details><summary style="cursor: pointer">the difference: '
+                f"{html.escape(left)} (left) and {html.escape(right)} (right)</summary>"
+                f"{self.diff.html(side_by_side=True)}</details>"
+            )
         return "".join(parts) + "</div>"
+
+
+def _trimmed(diff_text: str, room: int) -> str:
+    """The unified diff's header and as many whole hunks as fit in ``room`` characters; the
+    first hunk is cut by lines if even it does not fit. Ends by saying what was left out."""
+    lines = diff_text.splitlines()
+    header, body = lines[:2], lines[2:]
+    hunks: list[list[str]] = []
+    for line in body:
+        if line.startswith("@@") or not hunks:
+            hunks.append([])
+        hunks[-1].append(line)
+    kept = list(header)
+    used = sum(len(line) + 1 for line in header)
+    for number, hunk in enumerate(hunks):
+        size = sum(len(line) + 1 for line in hunk)
+        if used + size <= room:
+            kept += hunk
+            used += size
+            continue
+        if number == 0:
+            for line in hunk:
+                if used + len(line) + 1 > room:
+                    break
+                kept.append(line)
+                used += len(line) + 1
+        left = len(body) - (len(kept) - len(header))
+        kept.append(f"... ({left} more diff lines)")
+        break
+    return "\n".join(kept)
 
 
 def check(name: str, answer: Any) -> CheckResult:

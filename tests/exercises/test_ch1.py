@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from replies import assert_verdict
 
 from mlckit.exercises import check, exercises, hint, solution
 from mlckit.exercises.solutions import ch1 as solutions
@@ -38,25 +39,69 @@ def test_answers_of_the_wrong_type_never_raise(name, answer):
 
 
 # ------------------------------------------------------------------ ch1.lnumpy_linear_relu
-def _loops(X, W, B, Z, relu=True, bias=True):
-    """A low-level-numpy linear layer whose mistakes the tests switch on."""
+def _loops(X, W, B, Z, relu=True, bias=True, rows=0, cols=0, terms=0, init=True):
+    """A low-level-numpy linear layer whose mistakes the tests switch on: ``rows``, ``cols``
+    and ``terms`` shorten the i, j and k loops by that many; ``init=False`` sums into an
+    np.empty temporary that is never set to 0."""
     n, k_size = X.shape
     m = W.shape[0]
-    for i in range(n):
-        for j in range(m):
-            acc = np.float32(0)
-            for k in range(k_size):
-                acc += X[i, k] * W[j, k]
-            if bias:
-                acc += B[j]
+    Y = np.empty((n, m), dtype="float32")
+    for i in range(n - rows):
+        for j in range(m - cols):
+            for k in range(k_size - terms):
+                if k == 0 and init:
+                    Y[i, j] = 0
+                Y[i, j] += X[i, k] * W[j, k]
+            acc = Y[i, j] + B[j] if bias else Y[i, j]
             Z[i, j] = max(acc, 0) if relu else acc
 
 
-def test_linear_relu_without_relu_or_bias_is_named():
-    result = check("ch1.lnumpy_linear_relu", lambda X, W, B, Z: _loops(X, W, B, Z, relu=False))
-    assert "the ReLU is missing" in result.message
-    result = check("ch1.lnumpy_linear_relu", lambda X, W, B, Z: _loops(X, W, B, Z, bias=False))
-    assert "the bias is missing" in result.message
+def _accumulates_into_z(X, W, B, Z):
+    for i in range(X.shape[0]):
+        for j in range(W.shape[0]):
+            for k in range(X.shape[1]):
+                Z[i, j] += X[i, k] * W[j, k]
+            Z[i, j] = max(Z[i, j] + B[j], 0)
+
+
+# mistake: (the keyword arguments of _loops, or an answer; words of the verdict's first sentence)
+LINEAR_RELU_MISTAKES = {
+    "no-relu": ({"relu": False}, "the ReLU is missing"),
+    "no-bias": ({"bias": False}, "the bias is missing"),
+    "last-column-never-written": (
+        {"cols": 1},
+        "Z is never written at 3 of 21 elements, all at the last index of axis 1 (6): a loop "
+        "likely stops one short",
+    ),
+    "last-row-never-written": ({"rows": 1}, "all at the last index of axis 0 (2)"),
+    "k-stops-one-short": ({"terms": 1}, "each sum leaves out its last term"),
+    "temporary-without-init": (
+        {"init": False},
+        "Z depends on what it held before the call: each sum starts from that garbage instead "
+        "of 0, so its init is missing",
+    ),
+    "accumulates-into-Z": (_accumulates_into_z, "so its init is missing"),
+}
+
+
+@pytest.mark.parametrize("mistake", LINEAR_RELU_MISTAKES)
+def test_linear_relu_mistakes_get_a_verdict_naming_the_cause(mistake):
+    switches, cause = LINEAR_RELU_MISTAKES[mistake]
+    answer = switches if callable(switches) else lambda X, W, B, Z: _loops(X, W, B, Z, **switches)
+    assert_verdict(check("ch1.lnumpy_linear_relu", answer), cause)
+
+
+def test_a_missing_init_and_an_off_by_one_get_different_hints():
+    # Both used to get "only some elements differ: check loop bounds, ...".
+    never_written = check("ch1.lnumpy_linear_relu", lambda *a: _loops(*a, cols=1))
+    garbage = check("ch1.lnumpy_linear_relu", lambda *a: _loops(*a, init=False))
+    assert "range(n)" in never_written.hint and "set to 0 when k == 0" in garbage.hint
+
+
+def test_np_empty_is_itself_again_after_a_check():
+    saved = np.empty
+    check("ch1.lnumpy_linear_relu", lambda *a: _loops(*a, init=False))
+    assert np.empty is saved
 
 
 def test_linear_relu_that_returns_instead_of_writing_is_told_about_dps():
@@ -68,19 +113,6 @@ def test_linear_relu_that_returns_instead_of_writing_is_told_about_dps():
     result = check("ch1.lnumpy_linear_relu", returns)
     assert "returned its result instead of writing it into Z" in result.message
     assert "destination-passing style" in result.hint
-
-
-def test_linear_relu_that_accumulates_into_garbage_is_caught():
-    def accumulates(X, W, B, Z):
-        for i in range(X.shape[0]):
-            for j in range(W.shape[0]):
-                for k in range(X.shape[1]):
-                    Z[i, j] += X[i, k] * W[j, k]
-                Z[i, j] = max(Z[i, j] + B[j], 0)
-
-    result = check("ch1.lnumpy_linear_relu", accumulates)
-    assert result.message.startswith("Z[0, 0] is NaN: it was read before")
-    assert "set to 0 when k == 0" in result.hint
 
 
 def test_linear_relu_with_hard_coded_sizes_or_layout_gets_the_size_hint():
@@ -170,6 +202,16 @@ def one_column_too_many(
             C[vi, vj] = T.max(A[vi, vj] + B[vj], T.float32(0))
 
 
+@T.prim_func
+def last_column_skipped(
+    A: T.Buffer((4, 16), "float32"), B: T.Buffer((16,), "float32"), C: T.Buffer((4, 16), "float32")
+):
+    for i, j in T.grid(4, 15):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = T.max(A[vi, vj] + B[vj], T.float32(0))
+
+
 def test_bias_relu_with_a_loop_past_the_buffer_is_rejected():
     # It used to be "correct": the llvm kernel wrote C[3, 16] past the end, silently.
     result = check("ch1.bias_relu", one_column_too_many)
@@ -185,8 +227,23 @@ def test_bias_relu_mistakes_get_their_hints():
     result = check("ch1.bias_relu", reduce_axis)
     assert "marks vj as a reduction axis" in result.message
     assert 'T.axis.remap("SS", [i, j])' in result.hint
-    result = check("ch1.bias_relu", copy_only)
-    assert result.message.startswith("numerics differ at index (")
+    assert_verdict(check("ch1.bias_relu", copy_only), "C holds A: neither the bias nor the ReLU")
+
+
+@pytest.mark.parametrize(
+    ("answer", "cause"),
+    [
+        (bias_by_row, "the bias is broadcast along the wrong axis"),
+        (no_relu, "the ReLU is missing"),
+        (copy_only, "neither the bias nor the ReLU is applied"),
+        (reduce_axis, "marks vj as a reduction axis"),
+        (one_column_too_many, "your function does not build"),
+        (last_column_skipped, "C is never written at 4 of 64 elements"),
+    ],
+    ids=["bias-by-row", "no-relu", "copy-only", "reduce-axis", "past-the-end", "short-of-the-end"],
+)
+def test_bias_relu_mistakes_get_a_verdict_naming_the_cause(answer, cause):
+    assert_verdict(check("ch1.bias_relu", answer), cause)
 
 
 # ------------------------------------------------------------------------------ ch1.row_sum
@@ -220,20 +277,33 @@ def row_sum_in_two_blocks(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8,), "fl
             B[vi] = B[vi] + A[vi, vk]
 
 
+@T.prim_func
+def row_sum_one_term_short(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8,), "float32")):
+    for i, k in T.grid(8, 15):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+
+
 def test_row_sum_as_shipped_fails_with_the_generated_code_diff():
     result = check("ch1.row_sum", row_sum_as_shipped)
-    assert not result
-    assert result.message.startswith("numerics differ at index (0,)") and "nan" in result.message
-    assert "the block's init sets it first" in result.hint
+    assert_verdict(result, "B depends on what it held before the call", "init is missing")
+    assert "with T.init(): B[vi] = T.float32(0)" in result.hint
     # The diff is of the generated Python: the target's `if k == 0:` is what is missing.
-    assert "-            if k == 0:" in result.diff.text
-    assert "yours (generated Python)" in result.diff.text
+    assert "+            if k == 0:" in result.diff.text
+    assert result.diff.text.startswith("--- yours (generated Python)")
 
 
 def test_row_sum_with_an_init_but_no_reduction_axis_is_explained():
     result = check("ch1.row_sum", row_sum_init_but_spatial)
-    assert "your init runs on every iteration" in result.hint
-    assert "+            B[i] = np.float32(0.0)" in result.diff.text
+    assert_verdict(result, "your init runs on every iteration")
+    assert "-            B[i] = np.float32(0.0)" in result.diff.text
+
+
+def test_row_sum_one_term_short_is_a_formula_difference():
+    assert_verdict(check("ch1.row_sum", row_sum_one_term_short), "every element of B is wrong")
 
 
 def test_row_sum_with_right_numbers_but_no_reduction_axis_fails():

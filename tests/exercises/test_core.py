@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from replies import assert_verdict
 
 from mlckit import tir
 from mlckit.exercises import ExerciseError, check, exercises, hint, solution
@@ -12,10 +13,11 @@ from mlckit.exercises.checks import (
     assert_close,
     assert_same_program,
     loop_nest_hint,
+    program_diff,
     random_inputs,
     run_prim_func,
 )
-from mlckit.exercises.core import _REGISTRY, exercise
+from mlckit.exercises.core import _REGISTRY, REPLY_LIMIT, CheckResult, Mismatch, exercise
 from mlckit.script import tir as T
 
 
@@ -78,12 +80,29 @@ def test_the_reference_passes(demo_exercise):
 
 def test_a_wrong_split_fails_with_the_factor_named(demo_exercise):
     result = check(demo_exercise, split_j(8))
-    assert not result
-    assert "your j loop is split into extents (2, 8)" in result.hint
-    assert "asks for (4, 4)" in result.hint
-    assert "target program" in result.diff.text and "your program" in result.diff.text
-    assert "T.grid(16, 2, 8, 16)" in result.diff.text or "j_1" in result.diff.text
-    assert "✗ not yet" in result._repr_html_()
+    assert_verdict(result, "your j loop is split into extents (2, 8)", "asks for (4, 4)")
+    assert result.hint == "split j with factors=[None, 4]"
+    assert "-    for i, j_0, j_1, k in T.grid(16, 2, 8, 16):" in result.diff.text
+    assert "+    for i, j_0, j_1, k in T.grid(16, 4, 4, 16):" in result.diff.text
+    html = result._repr_html_()
+    assert "✗ not yet" in html and "<summary" in html and "yours (left)" in html
+
+
+def test_a_long_diff_is_cut_to_the_hunks_that_fit():
+    lines = [f"line {n}: " + "x" * 60 for n in range(200)]
+    changed = [line.replace("x", "y") if n % 20 == 0 else line for n, line in enumerate(lines)]
+    result = CheckResult(
+        "ch99.split",
+        False,
+        "the lines differ",
+        "look",
+        program_diff("\n".join(lines), "\n".join(changed)),
+    )
+    text = str(result)
+    assert len(text) < REPLY_LIMIT
+    assert "-line 0: xxx" in text and "+line 0: yyy" in text
+    assert text.rstrip().endswith("more diff lines)")
+    assert result.diff.text.count("@@") == 2 * 10  # all ten hunks stay in result.diff
 
 
 def test_a_numerically_wrong_answer_names_an_index(demo_exercise):
@@ -99,9 +118,8 @@ def test_a_numerically_wrong_answer_names_an_index(demo_exercise):
                 C[vi, vj] = A[vi, vj]
 
     result = check(demo_exercise, wrong)
-    assert not result
-    assert result.message.startswith("numerics differ at index (")
-    assert "elements differ" in result.message
+    assert_verdict(result, "255 of 256 elements of the output are wrong")
+    assert "(first at index (0, 0): got" in result.message
 
 
 def test_answers_of_the_wrong_kind_or_shape_never_raise(demo_exercise):
@@ -175,13 +193,56 @@ def test_loop_nest_hint_names_order_and_kind():
     i, _, k = reordered.get_loops(reordered.get_block("Y"))
     reordered.reorder(k, i)
     target = as_prim_func(tir.Schedule(mm_relu))
-    hint_text = loop_nest_hint(as_prim_func(reordered), target)
-    assert "nest as (k, j, i)" in hint_text and "(i, j, k)" in hint_text
+    cause, fix = loop_nest_hint(as_prim_func(reordered), target)
+    assert "nest as (k, j, i)" in cause and "(i, j, k)" in cause and "reorder" in fix
     parallel = tir.Schedule(mm_relu)
     parallel.parallel(parallel.get_loops(parallel.get_block("C"))[0])
-    assert "your loop i is parallel; the target's i is serial" in loop_nest_hint(
-        as_prim_func(parallel), target
-    )
+    cause, fix = loop_nest_hint(as_prim_func(parallel), target)
+    assert cause == "block 'C': your loop i is parallel; the target's i is serial"
+    assert fix == "leave i serial"
+
+
+def _dps_runner(write):
+    """An answer in destination-passing style as ``rerun`` sees it: Z prefilled, then
+    ``write(Z)``."""
+
+    def run(fill):
+        z = np.full((4, 3), fill, "float32")
+        write(z)
+        return z
+
+    return run
+
+
+def _rows_but_last(z):
+    z[:-1] = 1.0
+
+
+def _adds_to_z(z):
+    z += 1.0
+
+
+@pytest.mark.parametrize(
+    ("write", "cause"),
+    [
+        (_rows_but_last, "Z is never written at 3 of 12 elements, all at the last index of axis 0"),
+        (_adds_to_z, "Z depends on what it held before the call"),
+    ],
+)
+def test_assert_close_tells_unwritten_from_uninitialized_by_the_numbers(write, cause):
+    run = _dps_runner(write)
+    with pytest.raises(Mismatch) as wrong:
+        assert_close(run(np.nan), np.ones((4, 3), "float32"), "Z", rerun=run)
+    assert wrong.value.message.startswith(cause)
+
+
+def test_assert_close_without_rerun_names_the_edge_of_the_wrong_elements():
+    got = np.ones((4, 3))
+    got[:, 0] = 5
+    with pytest.raises(
+        Mismatch, match=r"4 of 12 elements of Z are wrong, all at the first index of axis 1"
+    ):
+        assert_close(got, np.ones((4, 3)), "Z")
 
 
 def test_assert_close_reports_shapes():
