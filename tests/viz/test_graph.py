@@ -239,3 +239,27 @@ def test_every_small_node_prints_and_draws(kind):
     assert text and repr(node) == text
     assert viz.graph(node).source.startswith("digraph")
     assert "<pre" in viz.html(node)
+
+
+def test_counts_in_a_module_picture_are_singular_for_one():
+    from mlckit.viz.module_graph import module_picture
+
+    labels = " ".join(node.label for node in module_picture(MyModuleLegacy).nodes.values())
+    assert "1 block, 2 loops" in labels  # relu0
+    assert "1 blocks" not in labels
+    assert [viz.style.counted(n, "binding") for n in (0, 1, 2)] == [
+        "0 bindings",
+        "1 binding",
+        "2 bindings",
+    ]
+
+
+def test_a_graph_shows_itself_as_an_image_in_a_notebook():
+    bundle = viz.graph(tir.Max(tir.Var("i", "int32"), 0))._repr_mimebundle_()
+    if viz.dot_program() is None:
+        pytest.skip("no Graphviz dot program")
+    assert set(bundle) == {"image/svg+xml", "text/html"}
+    assert bundle["text/html"].count("<img ") == 1 and "<svg" not in bundle["text/html"]
+    assert viz.embed.embedded_svgs(bundle["text/html"]) == [bundle["image/svg+xml"]]
+    only_svg = viz.graph(tir.Var("i", "int32"))._repr_mimebundle_(exclude=["text/html"])
+    assert set(only_svg) == {"image/svg+xml"}

@@ -14,6 +14,7 @@ from mlckit.script import tir as T
 from mlckit.testing.examples import MyModuleLegacy
 from mlckit.viz.embed import embedded_svgs
 from mlckit.widgets import ScheduleExplorer, ScheduleSteps
+from mlckit.widgets.schedule_explorer import kept_choice
 
 LINEAR = MyModuleLegacy["linear0"]
 
@@ -178,3 +179,65 @@ def test_the_explorer_never_changes_the_function_it_was_given():
     ex = explorer()
     split_j(ex)
     assert LINEAR.script() == before
+
+
+def test_loops_are_added_from_a_dropdown_in_order_and_once():
+    ex = explorer()
+    ex.primitive.value = "reorder"
+    assert ex.loop_choice.options == ex.loop.options
+    for label in ("k (Y)", "j (Y)", "k (Y)"):
+        ex.loop_choice.value = label
+        ex.add_loop_button.click()
+    assert list(ex.loops.value) == ["k (Y)", "j (Y)"]
+    ex.clear_loops_button.click()
+    assert list(ex.loops.value) == []
+
+
+@pytest.mark.parametrize("primitive", ["reorder", "fuse"])
+def test_a_list_of_one_loop_is_refused_with_a_message(primitive):
+    ex = explorer()
+    script = ex.script_view.value
+    ex.primitive.value = primitive
+    ex.loops.value = ["j (Y)"]
+    assert not ex.apply_form()
+    assert "mlckit-error" in ex.message.value
+    assert f"{primitive}: choose at least 2 loops" in ex.message.value
+    assert len(ex.history.steps) == 1 and ex.script_view.value == script
+    # TVM itself takes a one-loop reorder (and does nothing); only the explorer refuses it.
+    sch = tir.Schedule(LINEAR)
+    sch.reorder(sch.get_loops(sch.get_block("Y"))[1])
+
+
+def test_the_error_goes_when_the_primitive_changes_or_a_step_succeeds():
+    ex = explorer()
+    ex.primitive.value = "compute_inline"
+    ex.block.value = "Y"
+    assert not ex.apply_form()
+    assert "mlckit-error" in ex.message.value
+    ex.primitive.value = "split"
+    assert ex.message.value == ""
+    ex.primitive.value = "compute_inline"
+    assert not ex.apply_form()
+    assert split_j(ex)
+    assert "mlckit-error" not in ex.message.value
+
+
+def test_the_chosen_loop_stays_chosen_after_a_step():
+    ex = explorer()
+    ex.primitive.value = "parallel"
+    ex.loop.value = "i (Y)"
+    assert ex.apply_form(), ex.message.value
+    assert ex.loop.value == "i (Y)"
+    # A loop whose label changed (a block moved under it) is still the loop chosen.
+    assert kept_choice("j_0 (Y)", ["i (Y)", "j_0 (Y, Z)", "j_1 (Y)"]) == "j_0 (Y, Z)"
+    assert kept_choice("j (Y)", ["i (Y)", "j_0 (Y)"]) == "i (Y)"  # gone: the first
+    assert kept_choice(None, []) is None
+
+
+def test_code_views_scroll_instead_of_breaking_names():
+    ex = explorer()
+    for view in (ex.script_view, ex.diff_view, ex.source_view, ex.picture_view):
+        assert view.layout.overflow == "auto" and view.layout.max_width == "100%"
+    assert "white-space: pre; word-break: normal; overflow-wrap: normal" in ex.script_view.value
+    split_j(ex)
+    assert "word-break: normal" in ex.diff_view.value

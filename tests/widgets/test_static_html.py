@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
+import sys
 import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
-from mlckit import relax
+from mlckit import relax, viz
 from mlckit.errors import MLCError
-from mlckit.widgets import PassStepper, StaticStep, StaticSteps
+from mlckit.testing.examples import MyModuleLegacy
+from mlckit.viz import dot_program
+from mlckit.viz.embed import MIN_SCALE, embedded_svgs, svg_image, svg_size
+from mlckit.widgets import PassStepper, ScheduleExplorer, StaticStep, StaticSteps
 
 CHROMIUM = shutil.which("chromium")
 
@@ -139,3 +144,122 @@ def test_without_moving_the_first_step_is_shown_and_the_bar_appears():
     steps.feed(dom)
     assert steps.shown == [0] and steps.hidden == [1, 2]
     assert 'class="mlckit-steps-bar" style="display: flex;' in dom
+
+
+# ------------------------------------------------------------------------------ pictures
+class _Pictures(HTMLParser):
+    """The pictures of an HTML fragment: each <img> with its attributes and its parent's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.images: list[tuple[dict[str, str], dict[str, str]]] = []
+        self.inline_svgs = 0
+        self._open: list[dict[str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {k: v or "" for k, v in attrs}
+        if tag == "img":
+            self.images.append((values, self._open[-1] if self._open else {}))
+            return
+        if tag == "svg":
+            self.inline_svgs += 1
+        self._open.append(values)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag != "img" and self._open:
+            self._open.pop()
+
+
+def styles(values: dict[str, str]) -> dict[str, str]:
+    pairs = (part.split(":", 1) for part in values.get("style", "").split(";") if ":" in part)
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
+def explored_linear() -> ScheduleExplorer:
+    from mlckit import tir
+
+    sch = tir.Schedule(MyModuleLegacy["linear0"])
+    _, j, k = sch.get_loops(sch.get_block("Y"))
+    j0, j1 = sch.split(j, [None, 4])
+    sch.reorder(j0, k, j1)
+    sch.reverse_compute_at(sch.get_block("Z"), j0)
+    return ScheduleExplorer(MyModuleLegacy["linear0"], trace=sch.trace, measure=False)
+
+
+@pytest.mark.skipif(dot_program() is None, reason="needs a Graphviz dot program")
+def test_every_picture_is_an_image_that_scales_to_its_column(mlp_module):
+    pages = {
+        "PassStepper": PassStepper(mlp_module, relax.get_pipeline("zero")).to_html(),
+        "ScheduleExplorer": explored_linear().to_html(),
+        "viz.graph": viz.graph(MyModuleLegacy["linear0"])._repr_mimebundle_()["text/html"],
+        "a module": MyModuleLegacy._repr_mimebundle_()["text/html"],
+    }
+    for name, page in pages.items():
+        pictures = _Pictures()
+        pictures.feed(page)
+        # JupyterLab drops inline <svg> from a notebook it does not trust, and keeps <img>.
+        assert pictures.inline_svgs == 0, name
+        assert pictures.images, name
+        for image, frame in pictures.images:
+            assert image["src"].startswith("data:image/svg+xml;base64,"), name
+            assert image["alt"], name
+            style = styles(image)
+            assert style["max-width"] == "100%" and style["height"] == "auto", name
+            assert "width" not in style  # no fixed width: the SVG's own, scaled down
+            (svg,) = embedded_svgs(f'<img src="{image["src"]}"')
+            width, _ = svg_size(svg)
+            # Shrunk to at most MIN_SCALE before its frame scrolls instead.
+            assert style["min-width"] == f"{round(width * MIN_SCALE)}px", name
+            assert 'viewBox="' in svg
+            assert styles(frame)["overflow-x"] == "auto", name
+
+
+@pytest.mark.skipif(dot_program() is None, reason="needs a Graphviz dot program")
+def test_pictures_are_the_same_html_every_time():
+    assert explored_linear().to_html() == explored_linear().to_html()
+
+
+def test_a_picture_carries_its_labels_in_its_alt_text():
+    svg = (
+        '<svg width="300pt" height="30pt" viewBox="0 0 300 30"><text>block &quot;Y&quot;</text>'
+        "<text>for <tspan>i</tspan> in range(4)</text><text>block &quot;Y&quot;</text></svg>"
+    )
+    page = svg_image(svg, "loop nest")
+    assert 'alt="loop nest: block &quot;Y&quot; for i in range(4)"' in page
+    assert "min-width: 240px" in page  # 300pt = 400px, at 60%
+    assert embedded_svgs(page) == [svg]
+
+
+def _screenshot_book():
+    """scripts/screenshot_book.py as a module: its headless browser and layout check."""
+    path = Path(__file__).resolve().parents[2] / "scripts" / "screenshot_book.py"
+    spec = importlib.util.spec_from_file_location("screenshot_book", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium for a headless browser")
+@pytest.mark.skipif(dot_program() is None, reason="needs a Graphviz dot program")
+def test_nothing_is_cut_off_on_a_desktop_or_a_phone(mlp_module, tmp_path):
+    screens = _screenshot_book()
+    # A book's column: about 780 pixels, less on a phone.
+    column = '<main style="max-width: 780px; margin: 0 auto; padding: 0 12px">{}</main>'
+    body = column.format(
+        viz.graph(MyModuleLegacy["linear0"])._repr_mimebundle_()["text/html"]
+        + explored_linear().to_html()
+        + PassStepper(mlp_module, relax.get_pipeline("zero")).to_html()
+    )
+    page = tmp_path / "pictures.html"
+    page.write_text(f'<!DOCTYPE html><html><body style="margin: 0">{body}</body></html>')
+    with screens.Browser() as chromium:
+        wide = screens.measure(chromium, page, 1400)
+        narrow = screens.measure(chromium, page, 420)
+    assert wide.viewport == 1400 and narrow.viewport == 420
+    assert wide.problems == [] and narrow.problems == []
+    wide_pictures = [item for item in wide.items if item.tag == "img"]
+    assert len(wide_pictures) > 10  # every step's picture was measured
+    assert all(item.inside for item in wide_pictures)  # all whole, none scrolls at 1400px
+    # On a phone the widest pictures scroll in their frames rather than shrink past reading.
+    assert any(not item.inside and item.scrolls for item in narrow.items if item.tag == "img")
