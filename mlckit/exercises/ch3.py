@@ -437,9 +437,9 @@ def _check_cnn_shapes(main: Function, batch: str) -> None:
     for (name, what, dims), (want, text) in zip(steps, expected):
         if dims != want:
             raise Mismatch(
-                f"main returns shape {got}, not ({batch}, 10). The first step that differs: "
                 f"`{name} = {what}` has shape {shape_text(dims)}, where the CNN's {text} gives "
-                f"{shape_text(want)}",
+                f"{shape_text(want)}: the first step that differs, so main returns shape {got}, "
+                f"not ({batch}, 10)",
                 _CNN_STEP_HINTS[tuple(int(d) for d in want[1:])],
             )
     if len(steps) < len(expected):

@@ -264,7 +264,7 @@ def check_mul_by_two(answer: Any) -> None:
         )
     rewritten = remove_all_unused(rewritten)
     target = remove_all_unused(reference.mul_by_two()().visit_expr(original))
-    diff = program_diff(target, rewritten)
+    diff = program_diff(rewritten, target)
     bindings = _bindings(rewritten)
     by_two = [
         b
@@ -349,7 +349,7 @@ def check_mul_by_two(answer: Any) -> None:
 def check_fuse_add_relu(answer: Any) -> None:
     result = _apply(_as_passes(answer), AddReluModule)
     target = _apply([reference.fuse_add_relu()], AddReluModule)
-    diff = program_diff(target, result)
+    diff = program_diff(result, target)
     main = result["main"]
     bindings = _bindings(main)
     bound = {b.var: b.value for b in bindings}
@@ -464,7 +464,7 @@ def check_lower_and_fuse(answer: Any) -> None:
             "each pass expects the module in a certain form: FuseTIR fuses functions made "
             "only of call_tir, so the operators must be lowered before it runs",
         ) from None
-    diff = program_diff(_apply(reference.lower_and_fuse(), GroupedMLP), result)
+    diff = program_diff(result, _apply(reference.lower_and_fuse(), GroupedMLP))
     grouped = [
         gv.name_hint
         for gv, func in result.functions.items()

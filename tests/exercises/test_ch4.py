@@ -4,6 +4,7 @@ message and hint written for them (never with a traceback)."""
 from __future__ import annotations
 
 import pytest
+from replies import assert_verdict
 
 from mlckit import tir
 from mlckit.exercises import check, exercises, hint, solution
@@ -37,7 +38,7 @@ def test_decomposing_the_reduction_still_passes():
 @pytest.mark.parametrize("answer", [None, 42, "sch", tir.Schedule(TileMatmul), TileMatmul])
 def test_answers_of_the_wrong_kind_never_raise(answer):
     result = check(NAME, answer)
-    assert not result and "expected a schedule function" in result.message
+    assert_verdict(result, "expected a schedule function")
 
 
 def tiled(sample=("i", "j"), order=True, use_samples=True, n=2):
@@ -64,34 +65,34 @@ def tiled(sample=("i", "j"), order=True, use_samples=True, n=2):
 def test_fixed_factors_are_named():
     result = check(NAME, tiled(sample=()))
     assert not result
-    assert "no sample_perfect_tile step" in result.message
+    assert_verdict(result, "no sample_perfect_tile step")
     assert "sch.sample_perfect_tile(loop=i, n=2)" in result.hint
 
 
 def test_sampling_only_j_names_the_loop_not_sampled():
     result = check(NAME, tiled(sample=("j",)))
     assert not result
-    assert "samples the tiling of j but not of i" in result.message
+    assert_verdict(result, "samples the tiling of j but not of i")
     assert "loop=i" in result.hint
 
 
 def test_a_sample_that_is_not_used_is_named():
     result = check(NAME, tiled(use_samples=False))
     assert not result
-    assert "all 8 seeds give the same program" in result.message
+    assert_verdict(result, "all 8 seeds give the same program")
     assert "factors=i_factors" in result.hint
 
 
 def test_three_levels_are_named():
     result = check(NAME, tiled(n=3))
     assert not result
-    assert "into 3 loops (n=3)" in result.message
+    assert_verdict(result, "into 3 loops (n=3)")
 
 
 def test_the_wrong_loop_order_is_named():
     result = check(NAME, tiled(order=False))
     assert not result
-    assert "loops nest as (i_0, i_1, j_0, j_1, k)" in result.message
+    assert_verdict(result, "loops nest as (i_0, i_1, j_0, j_1, k)")
     assert "sch.reorder(i_0, j_0, k, i_1, j_1)" in result.hint
 
 
@@ -103,7 +104,7 @@ def test_a_schedule_error_in_the_function_is_a_message():
 
     result = check(NAME, splits_badly)
     assert not result
-    assert "with seed 0, your function stopped with a schedule error" in result.message
+    assert_verdict(result, "with seed 0, your function stopped with a schedule error")
 
 
 def test_returning_the_module_is_named():
@@ -112,4 +113,5 @@ def test_returning_the_module_is_named():
 
     result = check(NAME, returns_mod)
     assert not result
-    assert "returned a value of type IRModule" in result.message and "return sch" in result.hint
+    assert_verdict(result, "returned a value of type IRModule")
+    assert "return sch" in result.hint

@@ -4,6 +4,7 @@ message and hint written for them (never with a traceback)."""
 from __future__ import annotations
 
 import pytest
+from replies import assert_verdict
 
 from mlckit import tir
 from mlckit.exercises import check, exercises, hint, solution
@@ -30,7 +31,7 @@ def test_each_reference_solution_passes(name):
 @pytest.mark.parametrize("answer", [None, 42, "sch", tir.Schedule])
 def test_answers_of_the_wrong_kind_never_raise(name, answer):
     result = check(name, answer)
-    assert not result and "expected a PrimFunc" in result.message
+    assert_verdict(result, "expected a PrimFunc")
 
 
 # ---------------------------------------------------------------------------- mma16_desc
@@ -91,29 +92,30 @@ def desc_of_two_operands(a: T.handle, c: T.handle) -> None:
 def test_the_transposed_product_is_caught_by_the_numbers():
     result = check("ch8.mma16_desc", transposed_desc)
     assert not result
-    assert "computes C += A @ B.T, the chapter's tmm16" in result.message
+    assert_verdict(result, "computes C += A @ B.T, the chapter's tmm16")
     assert "A[vii, vkk]" in result.hint
 
 
 def test_an_operand_in_the_wrong_scope_is_named():
     result = check("ch8.mma16_desc", desc_in_global_memory)
     assert not result
-    assert "parameter 1 (B) is in scope 'global'" in result.message
-    assert "'global.B_reg'" in result.message and "scope='global.B_reg'" in result.hint
+    assert_verdict(result, "parameter 1 (B) is in scope 'global'")
+    assert_verdict(result, "'global.B_reg'")
+    assert "scope='global.B_reg'" in result.hint
 
 
 def test_a_description_tensorize_refuses_shows_its_first_difference():
     result = check("ch8.mma16_desc", desc_with_other_loop_order)
     assert not result
-    assert "computes the right tiles, but tensorize refuses it" in result.message
-    assert "does not match intrinsic" in result.message
+    assert_verdict(result, "computes the right tiles, but tensorize refuses it")
+    assert_verdict(result, "does not match intrinsic")
     assert "T.grid(16, 16, 16)" in result.hint
 
 
 def test_the_wrong_number_of_operands_is_named():
     result = check("ch8.mma16_desc", desc_of_two_operands)
     assert not result
-    assert "takes 2 parameters; the instruction has three operands" in result.message
+    assert_verdict(result, "takes 2 parameters; the instruction has three operands")
 
 
 # ------------------------------------------------------------------------ tensorize_mma16
@@ -137,14 +139,14 @@ def staged(scopes=True):
 def test_the_unscheduled_program_is_told_to_use_the_scopes():
     result = check("ch8.tensorize_mma16", tir.Schedule(MatmulNN))
     assert not result
-    assert "never calls the instruction ch8_mma16" in result.message
+    assert_verdict(result, "never calls the instruction ch8_mma16")
     assert "global.A_reg, global.B_reg, global.accumulator" in result.hint
 
 
 def test_a_staged_program_is_told_to_tensorize():
     result = check("ch8.tensorize_mma16", staged())
     assert not result
-    assert "never calls the instruction ch8_mma16" in result.message
+    assert_verdict(result, "never calls the instruction ch8_mma16")
     assert "sch.tensorize(tile, 'ch8_mma16')" in result.hint
 
 
