@@ -16,7 +16,8 @@
 #
 # Chapter 1 ended on a gap: our compiled loop nest does the same arithmetic as numpy's matrix
 # product, yet runs slower, because of the *shape* of the loop nest: the order of the loops,
-# how they walk memory, what the processor can do several at a time. This chapter is about
+# how they walk memory, what the processor can do several at a time.
+# <!-- background: measured at the end of chapter 1 --> This chapter is about
 # changing that shape. It looks closely at [TensorIR](glossary.md#tensorir), the language in
 # which mlckit holds a [primitive tensor function](glossary.md#primitive-tensor-function),
 # and at what makes it transformable: [blocks](glossary.md#block) whose
@@ -32,6 +33,7 @@ import os
 import timeit
 
 import matplotlib.pyplot as plt
+import numba
 import numpy as np
 
 import mlckit
@@ -110,8 +112,34 @@ class MyModule:
 # Line by line it is `lnumpy_mm_relu`: [buffers](glossary.md#buffer) for the arrays
 # (`T.alloc_buffer` for `Y`), `T.grid` for the nested loops, `T.init()` for the `if k == 0`.
 # Two things have no counterpart. `T.func_attr` gives the function's attributes:
-# `global_symbol` is the name it is called by once compiled, and `tir.noalias` promises that
-# the buffers do not overlap in memory. And each loop body is wrapped in a **block**.
+# `global_symbol` is the name it is called by once compiled (the cell below shows it), and
+# `tir.noalias` promises that the buffers do not overlap in memory. And each loop body is
+# wrapped in a **block**. <!-- shown-by: global-symbol -->
+#
+# `global_symbol` and the function's name in the module may differ. Here the module names its
+# function `main`, and the build names the compiled function `scale_transpose`, as its
+# `global_symbol` says (it also answers to `main`, the module's name for it). Printed alone,
+# a PrimFunc takes its `global_symbol` as its name. <!-- shown-by: global-symbol -->
+
+
+# %% tags=["nbval-check-output", "shows:global-symbol"]
+@I.ir_module
+class Scale:
+    @T.prim_func
+    def main(A: T.Buffer((2, 3), "float32"), B: T.Buffer((3, 2), "float32")):
+        T.func_attr({"global_symbol": "scale_transpose", "tir.noalias": True})
+        for i, j in T.grid(3, 2):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vj, vi] * T.float32(2)
+
+
+lib = mlckit.build(Scale, target="python")
+a, b = mlckit.nd.array(np.arange(6, dtype="float32").reshape(2, 3)), mlckit.nd.empty((3, 2))
+lib["scale_transpose"](a, b)
+print(lib)
+print(b.numpy())
+print(*(line for line in Scale["main"].script().splitlines() if line.startswith("def ")))
 #
 # ## Blocks and their iterators
 #
@@ -374,9 +402,9 @@ mlckit.viz.graph_diff(steps["reverse_compute_at"]["mm_relu"], sch.mod["mm_relu"]
 
 # %% [markdown]
 # The schedule recorded every step in its [trace](glossary.md#trace), which prints as the
-# Python that replays it:
+# Python that replays it: <!-- shown-by: trace -->
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "shows:trace"]
 print(sch.trace)
 
 # %% [markdown]
@@ -412,8 +440,9 @@ sch_par.mod["mm_relu"].show()
 # Every variant is built with `mlckit.build(mod, target="llvm")` and checked against numpy
 # before it is timed: a transformation that changed the results would be a bug. Each
 # compiled function has a `time_evaluator` that calls it `number` times per measurement,
-# `repeat` times; we keep the best measurement, the one least disturbed by whatever else the
-# machine was doing.
+# `repeat` times. Other programs on the machine slow some measurements down, never speed one
+# up, so we keep each variant's best measurement, and take the variants in turn, round after
+# round, so that a busy spell of the machine falls on all of them alike.
 #
 # The course also tries other split factors for `j`. `split_j` applies steps 1 and 2 with a
 # given factor: with 128, `j_0` has one iteration and the loop order is in effect `(i, k, j)`.
@@ -424,13 +453,22 @@ a_nd, b_nd = mlckit.nd.array(a_np, dev), mlckit.nd.array(b_np, dev)
 c_nd = mlckit.nd.empty((128, 128), "float32", dev)
 
 
-def milliseconds(mod):
-    """Build ``mod``, check its result against numpy, and time it (best of 7, in ms)."""
+def evaluator(mod):
+    """Build ``mod``, check its result against numpy; its time_evaluator (seconds per call)."""
     lib = mlckit.build(mod, target="llvm")
     lib["mm_relu"](a_nd, b_nd, c_nd)
     np.testing.assert_allclose(c_nd.numpy(), c_mm_relu, rtol=1e-5, atol=1e-5)
-    timer = lib.time_evaluator("mm_relu", dev, number=10, repeat=7)
-    return timer(a_nd, b_nd, c_nd).min * 1e3
+    return lib.time_evaluator("mm_relu", dev, number=5, repeat=3)
+
+
+def best_milliseconds(mods, rounds=7):
+    """The best time of each module over ``rounds`` rounds that time them in turn, in ms."""
+    evaluators = {name: evaluator(mod) for name, mod in mods.items()}
+    best = dict.fromkeys(mods, float("inf"))
+    for _ in range(rounds):
+        for name, timer in evaluators.items():
+            best[name] = min(best[name], timer(a_nd, b_nd, c_nd).min * 1e3)
+    return best
 
 
 def split_j(mod, factor):
@@ -441,21 +479,25 @@ def split_j(mod, factor):
     return sch.mod
 
 
-step_ms = {name: milliseconds(mod) for name, mod in steps.items()}
 factors = [2, 4, 8, 16, 32, 64, 128]
-factor_ms = {f: milliseconds(split_j(MyModule, f)) for f in factors}
-numpy_ms = 1e3 * min(timeit.repeat(lambda: np.maximum(a_np @ b_np, 0), number=100, repeat=3)) / 100
-parallel_ms = milliseconds(parallel_mod)
+variant_ms = best_milliseconds(
+    {**steps, **{f: split_j(MyModule, f) for f in factors}, "parallel": parallel_mod}
+)
+step_ms = {name: variant_ms[name] for name in steps}
+factor_ms = {f: variant_ms[f] for f in factors}
+parallel_ms = variant_ms["parallel"]
+numpy_ms = 1e3 * min(timeit.repeat(lambda: np.maximum(a_np @ b_np, 0), number=20, repeat=15)) / 20
 for name, ms in step_ms.items():
-    print(f"{name:22} {ms:.3f} ms")
-print(f"parallel + vectorize   {parallel_ms:.3f} ms (on {len(os.sched_getaffinity(0))} cores)")
+    print(f"{name:22} {ms:.3f} ms (one thread)")
+threads = numba.get_num_threads()
+print(f"parallel + vectorize   {parallel_ms:.3f} ms ({threads} threads on {os.cpu_count()} cores)")
 
-# %%
+# %% tags=["shows:step-chart"]
 fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6), gridspec_kw={"width_ratios": [3, 2]})
 bars = left.bar(range(len(step_ms)), list(step_ms.values()), color="#99DDFF")
 left.bar_label(bars, fmt="%.2f", fontsize=8)
 left.set_xticks(range(len(step_ms)), list(step_ms), rotation=25, ha="right", fontsize=9)
-left.set_ylabel("ms per call (best of 7)")
+left.set_ylabel("ms per call (best of 21)")
 left.set_title("mm_relu after each step")
 right.plot([str(f) for f in factors], list(factor_ms.values()), "o-", color="#EE8866")
 right.set_xlabel("split factor of j (length of the inner loop j_1)")
@@ -469,7 +511,8 @@ plt.show()
 
 # %% [markdown]
 # Numbers depend on the machine (and on what else it is doing), so read the saved chart
-# together with these observations, which held on every run while this chapter was written:
+# together with these observations, which held on every run while this chapter was written
+# (with another program keeping one of the two cores busy, too):
 #
 # * `split` alone changes nothing: the loops run in the same order as before.
 # * `reorder` makes the function markedly faster. Its innermost loop `j_1` walks consecutive
@@ -478,18 +521,19 @@ plt.show()
 #   into the same `Y[i, j]` and must wait for the previous addition to finish. The factor
 #   chart agrees: an inner loop of 2 elements is faster than the original (which is the
 #   factor 1), one of 4 or 8 faster still.
-# * `reverse_compute_at` and `decompose_reduction` change little here: they remove work that
-#   was already small (the pass over `Y` for the ReLU, the `k == 0` test).
+# * `reverse_compute_at` and `decompose_reduction` do not make it faster: the work they
+#   remove was already small (the pass over `Y` for the ReLU, the `k == 0` test), and the
+#   loops they leave compile a little differently, sometimes a little slower.
 # * Long inner loops are what pays most: with a factor of 64 or 128, LLVM compiles the inner
 #   loop to vector instructions (each multiplies and adds 4 floats at once; with a factor of
 #   16 or less, the machine code has none), and the function is several times faster.
 #   Factors of 16 and 32 are slower than 8: how LLVM compiles an inner loop of a given length
 #   is hard to predict, which is why chapter 4 measures candidates instead of predicting them.
-# * `parallel` (timed apart, last line above the chart) helps as much as there are free
+# * `parallel` (the last line above the chart) helps as much as there are free
 #   cores. This machine has 2, shared with other work while the book is built: when both are
 #   busy, the threads of the parallel loop wait for each other and for a core, and the
 #   parallel version can be many times slower than the serial one. Its time is left out of
-#   the chart for that reason.
+#   the chart for that reason. <!-- shown-by: step-chart -->
 #
 # Even the fastest variant stays behind numpy, whose BLAS also keeps blocks of `A` and `B` in
 # registers and uses hand-tuned kernels. Closing that gap is a search over many schedules,

@@ -33,8 +33,11 @@
 # - [extern functions](glossary.md#extern-function) from a library, mixed with TensorIR, and
 #   [BindParams](glossary.md#bindparams), which turns the weights into constants.
 #
-# The code follows the MLC course's chapter on end-to-end execution; it also runs with
-# `import mlckit as tvm`.
+# The code follows the MLC course's chapter on end-to-end execution. The course's own notebook
+# runs on mlckit with `import tvm` changed to `import mlckit as tvm` and a few marked edits
+# (no downloads, a dataset read from the files mlckit ships), listed in mlckit's
+# `tests/course/README.md`, whose test runs it.
+# <!-- checked-by: tests/course/test_course.py::test_course_notebook_runs -->
 
 # %%
 import matplotlib.pyplot as plt
@@ -227,6 +230,7 @@ class MyModule:
 # PrimFunc `linear0`. Older course texts spell the call
 # `R.call_tir(linear0, (x, w0, b0), (1, 128), dtype="float32")` and the buffers
 # `T.Buffer[(1, 128), "float32"]`; mlckit accepts those spellings too and prints the current one.
+# <!-- checked-by: tests/script/test_printer.py::test_legacy_module -->
 #
 # Pictures help to see the two levels. The module's call graph shows `main` calling the three
 # PrimFuncs; `function="main"` draws `main`'s dataflow graph, one node per binding.
@@ -376,16 +380,29 @@ print("MyModule prediction:", class_names[nd_res.numpy().argmax()])
 # %% [markdown]
 # What does the virtual machine run for `main`? `ex.source("main")` shows it, and it is our
 # `lnumpy_mlp`, line for line: allocate, call the kernel in destination-passing style, go on.
-# (`aligned_empty` is `np.empty` with the data starting on a 64-byte cache line: vectorized
-# kernels read aligned arrays faster.) The argument checks at the top come from the parameters'
-# struct info.
+# The argument checks at the top come from the parameters' struct info. Where `lnumpy_mlp`
+# calls `np.empty`, the VM calls `pooled_empty(slot, shape, dtype)`: the first call of `main`
+# allocates each output (its data starting on a 64-byte cache line, which vectorized kernels
+# read faster), and later calls reuse the array of the same slot once nothing else refers to
+# it. <!-- shown-by: vm-main -->
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "shows:vm-main"]
 print(ex.source("main"))
 
 # %% [markdown]
-# (`ex.source("linear0")` shows the code of a kernel. `relax.build` gave each PrimFunc a default
-# CPU schedule first, with tiled and parallel loops, the transformations of chapter 2.)
+# `ex.source("linear0")` shows the code of a kernel. `relax.build` gave each PrimFunc mlckit's
+# default CPU schedule first, with transformations of chapter 2: the sum's init is split out
+# of the reduction (`decompose_reduction`), and the bias loop is split so that its inner 64
+# iterations are vectorized. No loop runs in parallel: at 100,352 multiply-adds, `linear0` is
+# too small for threads to pay for waking up; the default schedule runs a loop nest in
+# parallel from `PARALLEL_MIN_WORK` iterations on.
+# <!-- shown-by: vm-linear0 -->
+
+# %% tags=["nbval-check-output", "shows:vm-linear0"]
+from mlckit.tir.schedule.default_schedule import PARALLEL_MIN_WORK
+
+print(ex.source("linear0"))
+print("PARALLEL_MIN_WORK =", PARALLEL_MIN_WORK)
 #
 # ## One build for every batch size: a symbolic `n`
 #
@@ -649,6 +666,7 @@ viz.graph(MyModuleMixture, function="main")
 # Both calls are pure from the graph's point of view and may sit in a dataflow block, but only
 # `call_tir` leaves the compiler room to optimize. That is the trade-off: a library kernel may
 # be faster today, a PrimFunc can be transformed tomorrow.
+# <!-- background: a trade-off in general, not a measurement of this page -->
 #
 # ## BindParams: the weights become part of the program
 #
@@ -745,6 +763,7 @@ print("same predictions as the TVMScript MLP:", np.array_equal(bb_logits.argmax(
 # output, calls `prim_func` in destination-passing style and returns the output. With it,
 # `lnumpy_mlp` would read line for line like `main`:
 # `lv0 = lnumpy_call_tir(lnumpy_linear0, (x, w0, b0), (1, 128), "float32")`.
+# <!-- background: what the exercise leads to; its check runs the answer -->
 
 
 # %%
