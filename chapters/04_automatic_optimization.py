@@ -44,6 +44,7 @@ from pathlib import Path
 
 import graphviz
 import matplotlib.pyplot as plt
+import numba
 import numpy as np
 from IPython.display import SVG, display
 
@@ -94,12 +95,13 @@ c_nd = mlckit.nd.empty((128, 128), "float32")
 
 
 def evaluate(mod: mlckit.IRModule) -> float:
-    """Build ``mod``, check it against numpy, and return its time per call in seconds."""
+    """Build ``mod``, check it against numpy, and return its time per call in seconds: the best
+    of 5 measurements, the one least disturbed by other programs on the machine."""
     lib = mlckit.build(mod, target="llvm")
     lib["main"](a_nd, b_nd, c_nd)
     np.testing.assert_allclose(c_nd.numpy(), c_mm, rtol=1e-5)
-    timer = lib.time_evaluator("main", dev, number=5, repeat=3)
-    return timer(a_nd, b_nd, c_nd).mean
+    timer = lib.time_evaluator("main", dev, number=5, repeat=5)
+    return timer(a_nd, b_nd, c_nd).min
 
 
 print(f"unscheduled: {evaluate(MyModule) * 1e3:.3f} ms")
@@ -130,8 +132,9 @@ sch.mod.show()
 # A `tir.Schedule` records each [schedule primitive](glossary.md#schedule-primitive) it
 # applies, with its arguments and results, in its **trace**. The trace prints as the Python
 # that replays it: `b0` names a block handle, `l1`, `l2`, ... loop handles.
+# <!-- shown-by: trace -->
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "shows:trace"]
 print(sch.trace)
 
 # %% [markdown]
@@ -440,6 +443,7 @@ display(SVG(render(loop)))
 # curves start where an untuned build stands, and tuning cannot end with a program slower
 # than the default in its own measurements. (`ms.default_space("llvm",
 # hint_default_schedule=False)` leaves the hint out, to see what a search finds on its own.)
+# <!-- checked-by: tests/meta_schedule/test_tune.py::test_the_default_space_measures_the_default_schedule_first -->
 
 # %%
 # No work_dir: each database is kept in memory only.
@@ -584,9 +588,9 @@ print("the first six:", [data.class_names[c] for c in predicted[:6]])
 
 # %% [markdown]
 # Is it faster? We stop the tuner's worker processes first, then time the two builds in
-# turn, three times each, and keep each one's best median:
+# turn, three times each, and keep each one's best median: <!-- shown-by: tuned-vs-default -->
 
-# %%
+# %% tags=["shows:tuned-vs-default"]
 x_nd = mlckit.nd.array(pixels[0])
 builder.shutdown()
 runner.shutdown()
@@ -597,17 +601,17 @@ for _ in range(3):
         best[label] = min(best[label], float(np.median(timer(x_nd).results)))
 for label, seconds in best.items():
     print(f"{label:16s}: {seconds * 1e6:6.1f} µs per image")
+print(f"(parallel loops, where a program has them, use {numba.get_num_threads()} threads)")
 print(f"speedup: {best['default schedule'] / best['tuned']:.2f}x")
 
 # %% [markdown]
 # For one image, the first layer is a matrix-vector product: 784 × 128 multiply-adds, a few
-# microseconds of work. The default schedule runs its outer loop in `parallel` (its rule:
-# threads for any nest of more than 16,384 iterations), and here the threads cost more than
-# they save: a serial program of this layer can run several times faster. The default space may leave the loops serial, and the tuner
-# measures whether that pays instead of guessing. With twelve trials per kernel, drawn before
-# the cost model has seen a single measurement, this run may or may not have drawn such a
-# program, so the number above can go either way; timings of a few microseconds are noisy on
-# a shared machine too. The benchmark `benchmarks/bench_tune.py` tunes both kernels with 64
+# microseconds of work, which the default build runs on one thread (the default schedule
+# leaves a nest this small serial). The tuner's space draws serial or parallel loops for it,
+# split and ordered in other ways, and measures what pays instead of guessing. With twelve trials per kernel, drawn before the cost model has seen a single
+# measurement, this run may or may not have drawn a better program than the default, so the
+# number above can go either way; timings of a few microseconds are noisy on a shared machine
+# too. <!-- shown-by: tuned-vs-default --> The benchmark `benchmarks/bench_tune.py` tunes both kernels with 64
 # trials each, for one image and for a batch of 64, and reports what it measured.
 
 # %% [markdown]
@@ -638,6 +642,7 @@ print(f"speedup: {best['default schedule'] / best['tuned']:.2f}x")
 # The course's space samples one loop. A matrix product is usually tiled along both spatial
 # loops, so that a small block of `C` stays in cache while the reduction runs through `A` and
 # `B`, and which block shape is best is exactly the kind of question to leave to the tuner.
+# <!-- background: how matrix products are tiled in general; the exercise's check runs it -->
 # `TileMatmul` computes `C = A @ B` for `A` of shape (64, 32) and `B` of shape (32, 96). Write
 # `stochastic_tile_ij(sch)` that draws a tiling of `i` into 2 loops and one of `j` into 2
 # loops with `sch.sample_perfect_tile`, splits both with the drawn factors, orders the loops
