@@ -27,7 +27,11 @@
 # We follow the MLC course's GPU chapter: a short look at the GPU's structure, then three
 # programs (a vector add, a window sum, a matrix product), each scheduled for the GPU and
 # checked against numpy, and finally a whole model built for the GPU with the default GPU
-# schedule. The code is the course's; `import mlckit as tvm` makes it run as written.
+# schedule. The code is the course's. The course's own two GPU notebooks run on mlckit with
+# `import tvm` changed to `import mlckit as tvm` and the edits listed in mlckit's
+# `tests/course/README.md`: no downloads, and smaller sizes where numba's CUDA simulator
+# would take minutes; their one cell that builds for OpenCL gets an error saying that mlckit
+# has no such target. <!-- checked-by: tests/course/test_course.py::test_course_notebook_runs -->
 #
 # **No GPU needed.** mlckit compiles the `cuda` target to numba's CUDA kernels. On a machine
 # without an NVIDIA GPU, such as the one this book was built on, numba's *CUDA simulator* runs
@@ -88,7 +92,7 @@ rng = np.random.default_rng(0)
 #   is what makes sharing data among them safe; threads of different blocks cannot;
 # * **registers**, private to each thread and the fastest of all. A small array private to a
 #   thread is *local memory* (`cuda.local.array`); the compiler keeps it in registers when it
-#   can.
+#   can. <!-- background: how NVIDIA GPUs are built -->
 #
 # One more fact explains a choice below: an SM runs the threads of a block in groups of 32
 # consecutive threads, *warps* (`threadIdx.x` varies fastest), which execute each instruction
@@ -545,9 +549,9 @@ plt.show()
 # We add the same loads into registers, from shared memory now. The kernel has two barriers
 # in its `k_0` loop: one after the fetch, because each thread reads tile elements that other
 # threads copied, and one at the end of each step, because the next step's fetch overwrites
-# tiles that slower threads may still be reading.
+# tiles that slower threads may still be reading. <!-- shown-by: two-barriers -->
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "shows:two-barriers"]
 shared_sch = fetch_into_registers(
     blocking_with_shared(tir.Schedule(matmul_module(N)), 4, 4, 4, 4, 4)
 )
@@ -644,8 +648,9 @@ for name, sch in schedules.items():
 # it. An NVIDIA H100 (SXM, 80 GB), the GPU measured below, peaks at 67 TFLOP/s in float32 and
 # 3,350 GB/s from its DRAM: about 40 multiply-adds in the time it reads one float. If every
 # access went to DRAM, the traffic alone would limit each kernel to the speed below:
+# <!-- background: the H100's data sheet --> <!-- shown-by: traffic-bounds -->
 
-# %%
+# %% tags=["shows:traffic-bounds"]
 peak_flops, bandwidth = 67e12, 3.35e12  # H100 SXM 80 GB datasheet: float32, DRAM bytes/s
 limit = {name: min(peak_flops, 2 * multiply_adds * bandwidth / b) for name, b in traffic.items()}
 
@@ -673,6 +678,7 @@ plt.show()
 # measurements: a real GPU's caches (an L1 per SM, an L2 shared by all) catch many of the
 # repeated loads of the first two kernels, so these can run faster than their bound, but
 # caches catch what they happen to hold, while the schedule *guarantees* the reuse.
+# <!-- shown-by: traffic-bounds -->
 #
 # ### Measured on a GPU
 #
@@ -682,7 +688,7 @@ plt.show()
 # float32 matrix product (cuBLAS, TF32 off) in the same run. This page reads the recorded
 # figures; it does not need a GPU.
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "shows:h100-table"]
 recorded = json.loads(
     (Path(mlckit.__file__).parents[1] / "benchmarks/results/cuda_h100.json").read_text()
 )
@@ -738,6 +744,7 @@ plt.show()
 # sgemm) help at 4096 and hurt at 1024, where they make only 64 thread blocks for the H100's
 # 132 SMs. Finding such choices is chapter 4's search; cuBLAS adds tricks mlckit does not
 # schedule, such as loading the next tiles while computing on the current ones.
+# <!-- shown-by: h100-table -->
 #
 # ## A whole model on the GPU: the default GPU schedule
 #
