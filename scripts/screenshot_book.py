@@ -41,8 +41,8 @@ DEMO_DIR = REPO_ROOT / "_build" / "screens-demo"
 DEFAULT_CHAPTER = 7
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 WIDTHS = (1400, 420)
-# A screenshot covers the window only; a page longer than this is cut at it.
-MAX_HEIGHT = 16000
+# A page taller than this is shot in parts of this height (one image stays easy to look at).
+TILE_HEIGHT = 8000
 
 
 def chapter_page(html_dir: Path, chapter: int | None) -> Path:
@@ -96,7 +96,8 @@ class Browser:
             os.dup2(high[0], 3)
             os.dup2(high[1], 4)
 
-        self._profile = tempfile.TemporaryDirectory()
+        # Chromium's helper processes may still be writing to it as it is removed.
+        self._profile = tempfile.TemporaryDirectory(ignore_cleanup_errors=True)
         command = [
             browser(),
             "--headless",
@@ -199,28 +200,42 @@ class Browser:
             sys.exit(f"error: the page's JavaScript failed: {result['exceptionDetails']}")
         return result["result"].get("value")
 
-    def screenshot(self, out: Path, height: int | None = None) -> None:
-        """A PNG of the page from its top, ``height`` pixels (all of it, up to ``MAX_HEIGHT``,
-        by default), at the width it was opened with."""
+    def screenshot(self, out: Path, height: int | None = None) -> list[Path]:
+        """PNGs of the page from its top, ``height`` pixels of it (all of it by default), at
+        the width it was opened with: ``out`` and, for a page taller than ``TILE_HEIGHT``,
+        ``out`` numbered ``-2``, ``-3``, ... for the parts below."""
         width = self.evaluate("window.innerWidth")
         if height is None:
-            height = min(self.evaluate("document.documentElement.scrollHeight"), MAX_HEIGHT)
-        self.resize(width, height)
-        png = self.call("Page.captureScreenshot", {"format": "png"})["data"]
+            height = self.evaluate("document.documentElement.scrollHeight")
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(base64.b64decode(png))
+        written = []
+        for part, top in enumerate(range(0, height, TILE_HEIGHT), start=1):
+            clip = {"x": 0, "y": top, "width": width, "height": min(TILE_HEIGHT, height - top)}
+            png = self.call(
+                "Page.captureScreenshot",
+                {"format": "png", "clip": {**clip, "scale": 1}, "captureBeyondViewport": True},
+            )["data"]
+            path = out if part == 1 else out.with_name(f"{out.stem}-{part}{out.suffix}")
+            path.write_bytes(base64.b64decode(png))
+            written.append(path)
+        return written
 
 
 # ------------------------------------------------------------------------------ the check
-# Run in the page: every step and <details> is shown, and each picture, code block and diff is
-# compared with the nearest box around it that clips (overflow other than visible), or with
-# the window.
+# Run in the page: every step and <details> is shown, and each picture, code block and diff (of
+# the notebook's cells, in a book) is compared with the nearest box around it that clips
+# (overflow other than visible), or with the window.
 _MEASURE = """(function () {
   document.querySelectorAll(".mlckit-step").forEach(function (s) { s.style.display = ""; });
   document.querySelectorAll("details").forEach(function (d) { d.open = true; });
   var doc = document.documentElement;
   var report = {viewport: window.innerWidth, scrollWidth: doc.scrollWidth, items: []};
-  document.querySelectorAll("img, svg, pre, table").forEach(function (el) {
+  // In a book, a cell's input and output; the theme's own icons and menus are not checked.
+  var cells = document.querySelector(".cell") ? [".cell_input ", ".cell_output "] : [""];
+  var wanted = cells.map(function (c) {
+    return ["img", "svg", "pre", "table"].map(function (t) { return c + t; }).join(", ");
+  }).join(", ");
+  document.querySelectorAll(wanted).forEach(function (el) {
     if (el.tagName.toLowerCase() === "svg" && el.parentElement.closest("svg")) return;
     var box = el.getBoundingClientRect();
     if (box.width === 0 || box.height === 0) return;
@@ -317,16 +332,15 @@ def measure(chromium: Browser, page: Path, width: int) -> Layout:
 
 
 def check(page: Path, out_dir: Path, widths: tuple[int, ...]) -> list[str]:
-    """Screenshots of ``page`` at each width (whole page, up to ``MAX_HEIGHT``), and what is
-    cut off at each."""
+    """Screenshots of ``page`` at each width (the whole page), and what is wrong at each."""
     problems = []
     with Browser() as chromium:
         for width in widths:
             out = out_dir / f"{page.stem}-{width}.png"
             chromium.open(page, width)
-            chromium.screenshot(out)
+            shots = chromium.screenshot(out)
             layout = measure(chromium, page, width)
-            print(f"{out}: {layout.summary()}")
+            print(f"{', '.join(map(str, shots))}: {layout.summary()}")
             problems += [f"{width}px: {p}" for p in layout.problems]
     return problems
 
