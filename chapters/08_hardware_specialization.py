@@ -372,8 +372,9 @@ tensorized_main = build_and_check(tensorized)
 # This needs a C++ compiler (`g++`, `clang++` or `c++`, or the one `$CXX` names). Where there
 # is none, `create_llvm` raises a `BuildError` saying so, which the cell below prints instead
 # of timing the C version: everything else in this chapter runs without a compiler.
+# <!-- shown-by: c-version -->
 
-# %%
+# %% tags=["shows:c-version"]
 TMM16_C = """
 extern "C" int tmm16(float *cc, float *aa, float *bb, int stride_a, int stride_b, int stride_c) {
   for (int i = 0; i < 16; ++i)
@@ -449,7 +450,7 @@ except mlckit.errors.ScheduleError as err:
 # them alike, and each keeps the median of its three times.
 
 
-# %%
+# %% tags=["shows:tensorize-timing"]
 def median_seconds(functions: dict, rounds: int = 3) -> dict:
     """The median time of one call of each function, over ``rounds`` rounds taking them in
     turn (each called once first)."""
@@ -504,7 +505,7 @@ print(f"the tensorized program (numba tmm16) runs at {ratio:.2f}x the speed of t
 # did not have. How the two compare is for the measurement to say, and it varies with the
 # machine and its load; on the machine that built this page, the line above gives it. Numpy
 # is far ahead of all of them: its BLAS kernel is itself a "micro-kernel" written for this
-# processor's vector units, with operands kept in registers.
+# processor's vector units, with operands kept in registers. <!-- shown-by: tensorize-timing -->
 #
 # On real hardware the balance is different in kind, not in degree: the instruction does
 # its 4,096 multiply-adds in a few cycles in dedicated units, so replacing each tile with

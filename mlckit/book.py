@@ -113,6 +113,146 @@ def execute_notebook(source: Path) -> Path:
 
 
 # ---------------------------------------------------------------------------------------------
+# Claims in a chapter's prose, each tied to what shows it
+#
+# A sentence that says what the page's code does ("runs as written", "tiled and parallel
+# loops", "faster") must be shown by a cell next to it or checked by a test. The paragraph that
+# makes it carries a marker, an HTML comment that neither Jupyter nor the book renders:
+#
+#     ... the generated code also checks every argument's shape. <!-- shown-by: shape-checks -->
+#
+# and a code cell at most NEAR_CELLS cells before or after it is tagged ``shows:shape-checks``
+# (``# %% tags=["shows:shape-checks"]`` in the chapter's source) and shows it: an ``assert``,
+# an output the notebook tests compare (tag ``nbval-check-output``), or an output on the page
+# (a ``print``, a ``show``/``display`` call or a last expression). The other markers:
+#
+#     <!-- checked-by: tests/course/test_course.py::test_course_notebook_runs -->
+#     <!-- background: what the H100's data sheet gives -->
+#
+# ``checked-by`` names a test that checks the claim; ``background`` says why a sentence with a
+# claim phrase states no fact about this page's code (hardware, the wider field).
+
+# Phrases that claim something about the page's code; a paragraph using one needs a marker.
+CLAIM_PHRASES = (
+    "as written",
+    "spelling only",
+    "line for line",
+    "is the name",
+    "tiled",
+    "parallel loop",
+    "faster",
+    "slower",
+    "prints",
+)
+# How far (in cells, either way) the cell that shows a claim may be from the paragraph.
+NEAR_CELLS = 3
+SHOWS_TAG = "shows:"
+_CLAIM = re.compile(r"\b(" + "|".join(map(re.escape, CLAIM_PHRASES)) + r")", re.IGNORECASE)
+_MARKER = re.compile(r"<!--\s*([\w-]+):\s*(.*?)\s*-->")
+_MARKER_KINDS = ("shown-by", "checked-by", "background")
+
+
+def paragraphs(markdown: str) -> list[str]:
+    """The prose paragraphs of a markdown cell: blocks between blank lines, without headings and
+    fenced code."""
+    blocks = re.split(r"\n\s*\n", re.sub(r"(?ms)^\s*(```|~~~).*?^\s*\1\s*$", "", markdown))
+    return [b.strip() for b in blocks if b.strip() and not b.lstrip().startswith("#")]
+
+
+def claim_phrases(paragraph: str) -> list[str]:
+    """The claim phrases in a paragraph's prose (not in its inline code or its markers)."""
+    prose = _MARKER.sub("", re.sub(r"`[^`]*`", "", paragraph))
+    return [m[1].lower() for m in _CLAIM.finditer(prose)]
+
+
+def _shows_something(cell: Any) -> bool:
+    """Whether a code cell's claim can be seen: it asserts, its output is compared by the
+    notebook tests, or it puts something on the page."""
+    import ast
+
+    if "nbval-check-output" in cell.metadata.get("tags", []):
+        return True
+    tree = ast.parse(cell.source)
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        return True  # Jupyter displays a cell's last expression
+    shown = {"print", "display", "show"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assert):
+            return True
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in shown:
+                return True
+    return False
+
+
+def _test_exists(reference: str, root: Path) -> bool:
+    """Whether ``tests/x.py::test_name`` names a test function defined in that file."""
+    file, _, name = reference.partition("::")
+    path = root / file
+    return (
+        file.startswith("tests/")
+        and name.startswith("test_")
+        and path.is_file()
+        and re.search(rf"^def {re.escape(name)}\b", path.read_text(encoding="utf-8"), re.M)
+        is not None
+    )
+
+
+def untied_claims(notebook: Any, root: Path = REPO_ROOT) -> list[str]:
+    """What is wrong with the ties between a chapter's claims and the cells or tests that show
+    them, one sentence each; empty when every claim is tied (see the comment above)."""
+    cells = notebook.cells
+    problems: list[str] = []
+    tagged: dict[str, int] = {}
+    for index, cell in enumerate(cells):
+        for tag in cell.metadata.get("tags", []):
+            if tag.startswith(SHOWS_TAG):
+                tagged[tag[len(SHOWS_TAG) :]] = index
+    used: set[str] = set()
+    for index, cell in enumerate(cells):
+        if cell.cell_type != "markdown":
+            continue
+        for paragraph in paragraphs(cell.source):
+            where = f"markdown cell {index} ({' '.join(paragraph.split()[:8])} ...)"
+            markers = _MARKER.findall(paragraph)
+            phrases = claim_phrases(paragraph)
+            if phrases and not markers:
+                problems.append(
+                    f"{where}: {phrases[0]!r} makes a claim; tie it with <!-- shown-by: NAME -->"
+                    f" (a code cell tagged {SHOWS_TAG}NAME within {NEAR_CELLS} cells), "
+                    "<!-- checked-by: tests/FILE.py::TEST --> or <!-- background: WHY -->"
+                )
+            for kind, value in markers:
+                if kind not in _MARKER_KINDS:
+                    problems.append(f"{where}: unknown marker {kind!r} (known: {_MARKER_KINDS})")
+                elif not value:
+                    problems.append(f"{where}: the {kind} marker is empty")
+                elif kind == "shown-by":
+                    used.add(value)
+                    shown_at = tagged.get(value)
+                    if shown_at is None or abs(shown_at - index) > NEAR_CELLS:
+                        problems.append(
+                            f"{where}: no code cell within {NEAR_CELLS} cells is tagged "
+                            f"{SHOWS_TAG}{value}"
+                        )
+                    elif not _shows_something(cells[shown_at]):
+                        problems.append(
+                            f"code cell {shown_at}, tagged {SHOWS_TAG}{value}, shows nothing: "
+                            "assert the claim, tag the cell nbval-check-output or print it"
+                        )
+                elif kind == "checked-by" and not _test_exists(value, root):
+                    problems.append(f"{where}: {value!r} is not a test function in tests/")
+    problems += [
+        f"code cell {index} is tagged {SHOWS_TAG}{name}, which no paragraph names"
+        for name, index in tagged.items()
+        if name not in used
+    ]
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
 # book.yml
 
 

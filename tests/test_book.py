@@ -196,7 +196,8 @@ def small_book(tmp_path: Path) -> Path:
     chapters.mkdir()
     (chapters / "README.md").write_text("# A small book\n\nWelcome.\n")
     (chapters / "glossary.md").write_text("# Glossary\n\n## PrimFunc\n\nA function.\n")
-    _notebook(chapters / "01_one.ipynb", "# 1. One\n\nA [PrimFunc](glossary.md#primfunc).", "1")
+    one = "# 1. One\n\nA [PrimFunc](glossary.md#primfunc). <!-- background: a definition -->"
+    _notebook(chapters / "01_one.ipynb", one, "1")
     _notebook(chapters / "03_three.ipynb", "# 3. Three", "3")
     (tmp_path / "book.yml").write_text(BOOK_YML)
     return tmp_path / "book.yml"
@@ -342,4 +343,6 @@ def test_jupyter_book_build(small_book: Path, tmp_path: Path, cell: str, builds:
     assert index.is_file()
     chapter = (index.parent / "01_one.html").read_text(encoding="utf-8")
     assert 'href="glossary.html#primfunc"' in chapter
+    # A claim's marker is an HTML comment: not part of the page's text.
+    assert "background:" not in re.sub(r"(?s)<!--.*?-->", "", chapter)
     assert "fine" in (index.parent / "03_three.html").read_text(encoding="utf-8")
