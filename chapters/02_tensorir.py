@@ -119,7 +119,9 @@ class MyModule:
 # `global_symbol` and the function's name in the module may differ. Here the module names its
 # function `main`, and the build names the compiled function `scale_transpose`, as its
 # `global_symbol` says (it also answers to `main`, the module's name for it). Printed alone,
-# a PrimFunc takes its `global_symbol` as its name. <!-- shown-by: global-symbol -->
+# a PrimFunc takes its `global_symbol` as its name. Printed in a module, the attribute is left
+# out where it equals the function's name, as in TVM (the schedules below print `mm_relu`
+# so); parsing the text gives it back. <!-- shown-by: global-symbol -->
 
 
 # %% tags=["nbval-check-output", "shows:global-symbol"]
@@ -140,7 +142,8 @@ lib["scale_transpose"](a, b)
 print(lib)
 print(b.numpy())
 print(*(line for line in Scale["main"].script().splitlines() if line.startswith("def ")))
-#
+
+# %% [markdown]
 # ## Blocks and their iterators
 #
 # A block, `with T.block("Y"):`, is the computation of one iteration together with a

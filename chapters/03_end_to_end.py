@@ -403,7 +403,8 @@ from mlckit.tir.schedule.default_schedule import PARALLEL_MIN_WORK
 
 print(ex.source("linear0"))
 print("PARALLEL_MIN_WORK =", PARALLEL_MIN_WORK)
-#
+
+# %% [markdown]
 # ## One build for every batch size: a symbolic `n`
 #
 # `MyModule` classifies exactly one image per call: every shape in it is fixed. To classify a

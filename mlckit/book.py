@@ -96,7 +96,8 @@ def execute(notebook: Any, cwd: Path, name: str) -> None:
             resources={"metadata": {"path": str(cwd)}},
         )
         try:
-            client.execute()
+            # The client shuts down only a kernel whose manager it made itself, unless told.
+            client.execute(cleanup_kc=True)
         except CellExecutionError as err:
             raise BookError(f"{name}: a cell failed:\n{err}") from None
 
