@@ -15,6 +15,7 @@ from typing import Any
 from mlckit.ir.name_supply import sanitize
 
 from . import style
+from .embed import Digraph
 
 
 @dataclass
@@ -64,8 +65,6 @@ class Picture:
 
     # ------------------------------------------------------------------ rendering
     def to_digraph(self, name: str = "mlckit") -> Any:
-        from .embed import Digraph
-
         graph = Digraph(
             name,
             graph_attr={"fontname": style.FONT, "fontsize": "12", **self.graph_attrs},
