@@ -46,7 +46,6 @@
 import inspect
 import timeit
 
-import graphviz
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import SVG, display
@@ -58,7 +57,7 @@ from mlckit.script import tir as T
 from mlckit.viz.dot import render
 
 # %% tags=["hide-input"]
-forms = graphviz.Digraph(
+forms = mlckit.viz.Digraph(
     graph_attr={"rankdir": "LR", "fontname": "Helvetica", "fontsize": "11", "nodesep": "0.3"},
     node_attr={"fontname": "Helvetica", "fontsize": "12"},
     edge_attr={"fontname": "Courier", "fontsize": "10"},

@@ -42,7 +42,6 @@ import time
 import timeit
 from pathlib import Path
 
-import graphviz
 import matplotlib.pyplot as plt
 import numba
 import numpy as np
@@ -401,7 +400,7 @@ for before, after in zip(sample.trace.instructions, neighbour.trace.instructions
 # One round of the tuner, as a picture:
 
 # %% tags=["hide-input"]
-loop = graphviz.Digraph(
+loop = viz.Digraph(
     graph_attr={"rankdir": "LR", "fontname": "Helvetica", "fontsize": "10", "nodesep": "0.3"},
     node_attr={
         "fontname": "Helvetica",

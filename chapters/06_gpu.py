@@ -47,7 +47,6 @@ import warnings
 from collections import Counter
 from pathlib import Path
 
-import graphviz
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import SVG, display
@@ -101,7 +100,7 @@ rng = np.random.default_rng(0)
 # floats take up to 32 transactions.
 
 # %% tags=["hide-input"]
-gpu = graphviz.Digraph(
+gpu = mlckit.viz.Digraph(
     graph_attr={"fontname": "Helvetica", "fontsize": "11", "nodesep": "0.15", "ranksep": "0.35"},
     node_attr={"fontname": "Helvetica", "fontsize": "10", "shape": "box", "style": "filled"},
     edge_attr={"dir": "both", "arrowsize": "0.5"},

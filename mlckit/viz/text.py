@@ -3,9 +3,9 @@
 Highlighting is pygments' Python lexer with inline styles (TVMScript is Python), through the
 printer's :func:`mlckit.script.printer.highlight_html`, so a notebook needs no style sheet.
 Code never wraps: a long line scrolls inside its box. The styles that say so are written on
-each ``<pre>`` and diff table, because JupyterLab's own style sheet makes every ``<pre>`` in an
-output wrap anywhere, in the middle of a name (``word-break: break-all``), and a style on the
-element itself is the one that wins.
+each ``<pre>`` (by ``highlight_html``) and diff table, because JupyterLab's own style sheet
+makes every ``<pre>`` in an output wrap anywhere, in the middle of a name (``word-break:
+break-all``), and a style on the element itself is the one that wins.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlckit.script.printer import highlight_html
+from mlckit.script.printer.highlight import UNBROKEN
 
 ADDED = "#DCEBFA"  # light blue: colour-blind readers tell it from the orange of removals
 REMOVED = "#FBE3D0"
 _BOX = "max-height: none; max-width: 100%; overflow-x: auto; font-size: 12px"
-_UNBROKEN = "white-space: pre; word-break: normal; overflow-wrap: normal"
 
 
 def script_text(obj: Any) -> str:
@@ -34,24 +34,18 @@ def html(obj: Any, *, collapse_after: int = 80) -> str:
     other long text folds as a whole."""
     lines = script_text(obj).splitlines()
     if len(lines) <= collapse_after:
-        return _box(_code("\n".join(lines)))
+        return _box(highlight_html("\n".join(lines)))
     header, sections = _split_functions(lines)
     if not sections:
-        return _details(f"TVMScript, {len(lines)} lines", _code("\n".join(lines)), False)
-    parts = [_code("\n".join(header))] if header else []
+        return _details(f"TVMScript, {len(lines)} lines", highlight_html("\n".join(lines)), False)
+    parts = [highlight_html("\n".join(header))] if header else []
     for section in sections:
         decorator = section[0].strip()
         name = next((s.split("def ", 1)[1].split("(")[0] for s in section if "def " in s), "?")
         summary = f"{decorator.split('(')[0]} {name} ({len(section)} lines)"
-        parts.append(_details(summary, _code("\n".join(section)), "R.function" in decorator))
+        code = highlight_html("\n".join(section))
+        parts.append(_details(summary, code, "R.function" in decorator))
     return _box("".join(parts))
-
-
-def _code(text: str) -> str:
-    """``text`` highlighted, in a ``<pre>`` that scrolls rather than wraps."""
-    return highlight_html(text).replace(
-        '<pre style="', f'<pre style="{_UNBROKEN}; overflow-x: auto; ', 1
-    )
 
 
 def _split_functions(lines: list[str]) -> tuple[list[str], list[list[str]]]:
@@ -133,7 +127,7 @@ class ScriptDiff:
         head = " &rarr; ".join(htmllib.escape(n) for n in self.names)
         return (
             f'<div class="mlckit-diff" style="{_BOX}"><div><b>{head}</b></div>'
-            f'<table style="border-collapse: collapse; font-family: monospace; {_UNBROKEN}">'
+            f'<table style="border-collapse: collapse; font-family: monospace; {UNBROKEN}">'
             + "".join(rows)
             + "</table></div>"
         )

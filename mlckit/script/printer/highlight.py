@@ -7,16 +7,24 @@ from typing import Any
 
 from .printer import script
 
+# Code never wraps: a long line scrolls in its block. JupyterLab's style sheet makes every <pre>
+# of an output wrap anywhere, in the middle of a name (word-break: break-all); a style on the
+# element itself is the one that wins.
+UNBROKEN = "white-space: pre; word-break: normal; overflow-wrap: normal"
+
 
 def highlight_html(text: str, *, inline: bool = False) -> str:
-    """``text`` as a self-contained HTML block with Python syntax colors (inline styles);
-    ``inline=True`` gives the colored spans alone, with no surrounding block (one diff line)."""
+    """``text`` as a self-contained HTML block with Python syntax colors (inline styles), in a
+    ``<pre>`` that scrolls rather than wraps; ``inline=True`` gives the colored spans alone,
+    with no surrounding block (one diff line)."""
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
     from pygments.lexers import PythonLexer
 
     html = highlight(text, PythonLexer(), HtmlFormatter(nowrap=inline, noclasses=True))
-    return html.rstrip("\n") if inline else html
+    if inline:
+        return html.rstrip("\n")
+    return html.replace('<pre style="', f'<pre style="{UNBROKEN}; overflow-x: auto; ', 1)
 
 
 def highlight_terminal(text: str) -> str:
