@@ -40,6 +40,11 @@ HEADING_ANCHORS = 3
 EXERCISES_PAGE = "exercises.md"
 # The line of the intro that the book replaces by the list of chapters.
 INTRO_MARKER = "<!-- chapters -->"
+# The book's own style sheet. A long name in running text (``ms.merge_measurements(...)``)
+# does not break, and on a phone it made the whole page wider than the screen: inline code
+# may break anywhere, as code blocks scroll instead.
+STYLE_SHEET = "mlckit.css"
+STYLE = "code.literal, code.literal span.pre { white-space: normal; overflow-wrap: anywhere; }\n"
 
 
 class BookError(MLCError):
@@ -464,6 +469,8 @@ def config(book: Book) -> dict[str, Any]:
             "config": {
                 "myst_heading_anchors": HEADING_ANCHORS,
                 "html_show_copyright": False,
+                "html_static_path": ["_static"],
+                "html_css_files": [STYLE_SHEET],
                 # Live widgets would load their JavaScript from a CDN (and need a kernel to do
                 # anything): the book stays offline, and chapters show static HTML instead.
                 "nb_ipywidgets_js": {},
@@ -533,7 +540,8 @@ def exercises_page(book: Book, exercises: Iterable[Exercise]) -> str:
 
 
 def stage(book: Book, dest: Path) -> Path:
-    """Write the book's sources into ``dest`` (emptied first): pages, _toc.yml, _config.yml."""
+    """Write the book's sources into ``dest`` (emptied first): pages, _toc.yml, _config.yml and
+    the style sheet."""
     import yaml
 
     if dest.exists():
@@ -550,6 +558,8 @@ def stage(book: Book, dest: Path) -> Path:
         (dest / EXERCISES_PAGE).write_text(page, encoding="utf-8")
     for name, content in (("_toc.yml", toc(book)), ("_config.yml", config(book))):
         (dest / name).write_text(yaml.safe_dump(content, sort_keys=False), encoding="utf-8")
+    (dest / "_static").mkdir()
+    (dest / "_static" / STYLE_SHEET).write_text(STYLE, encoding="utf-8")
     return dest
 
 
