@@ -241,7 +241,7 @@ def test_staged_book_is_what_book_yml_says(small_book: Path, tmp_path: Path):
     definition = load_book(small_book)
     src = book.stage(definition, tmp_path / "out" / "src")
     names = {p.name for p in src.iterdir()}
-    assert names == {"_config.yml", "_toc.yml", "README.md", "glossary.md"} | {
+    assert names == {"_config.yml", "_toc.yml", "_static", "README.md", "glossary.md"} | {
         "01_one.ipynb",
         "03_three.ipynb",
     }
@@ -255,6 +255,9 @@ def test_staged_book_is_what_book_yml_says(small_book: Path, tmp_path: Path):
     assert config["launch_buttons"]["thebe"] is False
     assert not any(v for k, v in config["launch_buttons"].items() if k.endswith("_url"))
     assert (src / "README.md").read_text() == book.intro_page(definition)
+    # Inline code may break on a narrow screen: the style sheet the config names is there.
+    (sheet,) = config["sphinx"]["config"]["html_css_files"]
+    assert "overflow-wrap: anywhere" in (src / "_static" / sheet).read_text()
 
 
 def test_exercises_page_groups_by_chapter(small_book: Path):
