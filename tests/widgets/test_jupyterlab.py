@@ -159,3 +159,18 @@ def test_a_pass_stepper_steps(lab: tuple[str, Path], page) -> None:
     title.filter(has_text="1/5: input module").wait_for(timeout=30_000)
     following.click()
     title.filter(has_text="2/5: LegalizeOps (changed the module").wait_for(timeout=30_000)
+
+
+def test_an_untrusted_chapter_keeps_its_pictures(lab: tuple[str, Path], page) -> None:
+    # A notebook a student opens is untrusted: JupyterLab drops <script> and inline <svg> from
+    # its saved HTML outputs. The static stepper's pictures are <img> data URIs, which stay.
+    url, root = lab
+    name = "07_graph_optimization.ipynb"
+    shutil.copyfile(CHAPTERS / name, root / name)
+    page.goto(f"{url}/lab/tree/{name}?reset")
+    pictures = page.locator('.jp-OutputArea-output img[src^="data:image/svg+xml"]')
+    # JupyterLab renders the cells in view (and some beyond): the first pictures are enough.
+    pictures.first.wait_for(state="attached", timeout=RUN_TIMEOUT_MS)
+    # What a dropped <svg> leaves behind: its labels as a run of text.
+    outputs = " ".join(page.locator(".jp-OutputArea-output").all_inner_texts())
+    assert "cluster_dataflow" not in outputs
