@@ -40,11 +40,17 @@ HEADING_ANCHORS = 3
 EXERCISES_PAGE = "exercises.md"
 # The line of the intro that the book replaces by the list of chapters.
 INTRO_MARKER = "<!-- chapters -->"
-# The book's own style sheet. A long name in running text (``ms.merge_measurements(...)``)
-# does not break, and on a phone it made the whole page wider than the screen: inline code
-# may break anywhere, as code blocks scroll instead.
+# The book's own style sheet.
+# - A long name in running text (``ms.merge_measurements(...)``) does not break, and on a phone
+#   it made the whole page wider than the screen: inline code may break anywhere (code blocks
+#   scroll instead).
+# - A picture stops shrinking at viz.embed.MIN_SCALE and scrolls in its frame beyond it; on a
+#   phone's screen it shrinks to fit, whole, and the reader zooms in.
 STYLE_SHEET = "mlckit.css"
-STYLE = "code.literal, code.literal span.pre { white-space: normal; overflow-wrap: anywhere; }\n"
+STYLE = """\
+code.literal, code.literal span.pre { white-space: normal; overflow-wrap: anywhere; }
+@media (max-width: 600px) { .mlckit-picture img { min-width: 0 !important; } }
+"""
 
 
 class BookError(MLCError):

@@ -21,7 +21,9 @@ shrink a wide picture on a phone until its text cannot be read, so it shrinks to
     </div>
 
 In a 780-pixel column the picture is drawn 780 pixels wide (72%), in a 380-pixel one 645
-pixels wide (60%), scrolled. The ``alt`` text carries the picture's labels, so that a reader
+pixels wide (60%), scrolled. The book's style sheet (``mlckit.book.STYLE``) lifts that floor
+on a phone's screen, narrower than 600 pixels, where the reader zooms into a picture shown
+whole. The ``alt`` text carries the picture's labels, so that a reader
 without the picture (or a search of the page's source) still finds what it shows. The same
 SVG always gives the same HTML: saved notebook outputs do not change from run to run.
 
