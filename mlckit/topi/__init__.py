@@ -46,7 +46,7 @@ from .math import (
     sqrt,
     tanh,
 )
-from .reduction import argmax, max, mean, min, sum
+from .reduction import argmax, collapse_sum, max, mean, min, sum
 from .transform import concatenate, full, full_like, matmul, reshape, take, transpose
 
 __all__ = [
@@ -56,6 +56,7 @@ __all__ = [
     "broadcast_to",
     "cast",
     "ceil",
+    "collapse_sum",
     "concatenate",
     "divide",
     "elementwise",

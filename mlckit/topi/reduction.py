@@ -1,4 +1,5 @@
-"""Reductions along axes: ``sum``, ``max``, ``min``, ``mean``, ``argmax``.
+"""Reductions along axes: ``sum``, ``max``, ``min``, ``mean``, ``argmax``, and
+``collapse_sum``, the sum that undoes a broadcast.
 
 ``topi.sum(A, axis=1)`` is one block named ``A_red`` (after the input) whose reduce axes are
 ``k<axis>``. ``argmax`` reduces (index, value) pairs in a two-output block ``A_red_temp`` and
@@ -11,11 +12,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mlckit import te
+from mlckit.errors import StructInfoError
 from mlckit.tir import op as tir_op
-from mlckit.tir.expr import IterVar, PrimExpr, Select, const
+from mlckit.tir.expr import IterVar, PrimExpr, Select, const, convert
 
 from .broadcast import divide
-from .utils import as_float, axis_names, normalize_axes, prod
+from .utils import as_float, axis_names, is_one, normalize_axes, prod
 
 Axis = int | Sequence[int] | None
 
@@ -80,6 +82,40 @@ def mean(data: te.Tensor, axis: Axis = None, keepdims: bool = False) -> te.Tenso
     total = sum(data, axes, keepdims)
     count = prod([data.shape[a] for a in axes]) if axes else const(1, "int32")
     return divide(total, as_float(count, data.dtype))
+
+
+def collapse_sum(data: te.Tensor, target_shape: Sequence[Any]) -> te.Tensor:
+    """``data`` summed down to ``target_shape``, a shape it broadcasts from: the leading axes
+    the target lacks are summed away and an axis where the target has 1 (and the data not) is
+    summed keeping its dimension. ``data: (2, 4, 3)`` to ``(4, 1)`` sums axes 0 and 2.
+
+    With nothing to sum the result is a copy. The other dims must equal the data's; the
+    relax op ``collapse_sum_to`` checks that before lowering here.
+    """
+    lead = data.ndim - len(target_shape)
+    if lead < 0:
+        raise StructInfoError(
+            f"topi.collapse_sum: the target shape has {len(target_shape)} dimensions, more "
+            f"than the data's {data.ndim}"
+        )
+    summed = [
+        a
+        for a in range(data.ndim)
+        if a < lead or (is_one(convert(target_shape[a - lead])) and not is_one(data.shape[a]))
+    ]
+    raxes = {a: te.reduce_axis((0, data.shape[a]), name=f"k{a}") for a in summed}
+
+    def value(*index: PrimExpr) -> PrimExpr:
+        at = tuple(raxes[a].var if a in raxes else index[a - lead] for a in range(data.ndim))
+        return te.sum(data[at], axis=list(raxes.values())) if raxes else data[at]
+
+    return te.compute(
+        list(target_shape),
+        value,
+        name=f"{data.op.name}_red",
+        tag="comm_reduce" if raxes else "elemwise",
+        varargs_names=axis_names(len(target_shape)),
+    )
 
 
 def _argmax_reducer(select_last_index: bool) -> Any:

@@ -28,7 +28,16 @@ from .binary import (
 from .create import full, ones, zeros
 from .datatype import astype
 from .linear_algebra import dense, linear, matmul
-from .manipulate import broadcast_to, concat, flatten, permute_dims, reshape, take
+from .manipulate import (
+    broadcast_to,
+    collapse_sum_like,
+    collapse_sum_to,
+    concat,
+    flatten,
+    permute_dims,
+    reshape,
+    take,
+)
 from .memory import builtin
 from .nn import relu
 from .search import argmax, where
@@ -51,6 +60,8 @@ __all__ = [
     "call_packed",
     "call_pure_packed",
     "call_tir",
+    "collapse_sum_like",
+    "collapse_sum_to",
     "concat",
     "dense",
     "divide",

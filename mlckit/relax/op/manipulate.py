@@ -1,6 +1,16 @@
 """Shape manipulation: ``relax.permute_dims`` (attr ``axes``), ``relax.reshape``,
-``relax.flatten``, ``relax.concat`` (attr ``axis``), ``relax.broadcast_to`` and the gather
-``relax.take`` (attrs ``axis``, ``mode``)."""
+``relax.flatten``, ``relax.concat`` (attr ``axis``), ``relax.broadcast_to``, its inverse in
+gradients ``relax.collapse_sum_to`` / ``relax.collapse_sum_like``, and the gather
+``relax.take`` (attrs ``axis``, ``mode``).
+
+Collapsing undoes broadcasting. ``x + b`` with ``x: (4, 3)`` and ``b: (1, 3)`` reads each
+element of ``b`` four times, so the gradient of ``b`` adds up the four contributions:
+``collapse_sum_to(g, (1, 3))`` sums ``g: (4, 3)`` over axis 0, keeping it as size 1. The rule,
+numpy's broadcasting read backwards: the leading axes the target lacks are summed away, and
+an axis where the target has 1 (and the data does not) is summed keeping its dimension::
+
+    g: (2, 4, 3)  ->  collapse_sum_to(g, (4, 1))  =  g.sum(axis=0).sum(axis=1, keepdims=True)
+"""
 
 from __future__ import annotations
 
@@ -249,6 +259,43 @@ def _infer_broadcast_to(call: Call, ctx: Any) -> StructInfo:
     return TensorStructInfo(new, x.dtype)
 
 
+def _collapse_result(call: Call, new: Sequence[PrimExpr] | None, ndim: int) -> StructInfo:
+    """The collapsed data: the target's dims ``new`` (None when only its rank ``ndim`` is
+    known) and the data's dtype, after checking the data broadcasts from them: aligned from
+    the right, each target dim equals the data's or is 1, and the target has no more dims."""
+    x = tensor_arg(call, 0)
+    if new is None:
+        return TensorStructInfo(None, x.dtype, ndim)
+    old = x.shape_values  # type: ignore[union-attr]
+    problem = None
+    if x.ndim >= 0 and x.ndim < len(new):  # type: ignore[union-attr]
+        problem = f"{len(new)} dimensions, the data only {x.ndim}"  # type: ignore[union-attr]
+    elif old is not None:
+        for a, b in zip(reversed(old), reversed(new)):
+            if not is_const_one(b) and dims_equal(a, b) is False:
+                problem = f"dimension {format_dim(a)} vs {format_dim(b)}"
+                break
+    if problem is not None:
+        raise fail(
+            call,
+            f"{describe_arg(call, 0)}, which does not broadcast from the shape "
+            f"{format_shape(new) if new else '()'}, so it cannot be summed down to it "
+            f"({problem}; aligned from the right, each dimension of the shape must equal the "
+            "data's or be 1)",
+        )
+    return TensorStructInfo(new, x.dtype)
+
+
+def _infer_collapse_sum_to(call: Call, ctx: Any) -> StructInfo:
+    target = shape_arg_values(call, 1)
+    return _collapse_result(call, target.values, target.ndim)
+
+
+def _infer_collapse_sum_like(call: Call, ctx: Any) -> StructInfo:
+    target = tensor_arg(call, 1)
+    return _collapse_result(call, target.shape_values, target.ndim)  # type: ignore[union-attr]
+
+
 # How take treats an index outside [0, size): "fast" trusts it is inside (no check, so an
 # outside index reads an unspecified element), "clip" clamps it, "wrap" takes it modulo size.
 _TAKE_MODES = ("fast", "clip", "wrap")
@@ -288,6 +335,8 @@ register("relax.reshape", _infer_reshape, ("x", "shape"))
 register("relax.flatten", _infer_flatten, ("x",))
 register("relax.concat", _infer_concat, ("tensors",), ("axis",))
 register("relax.broadcast_to", _infer_broadcast_to, ("x", "shape"))
+register("relax.collapse_sum_to", _infer_collapse_sum_to, ("data", "shape"))
+register("relax.collapse_sum_like", _infer_collapse_sum_like, ("data", "collapse_target"))
 register("relax.take", _infer_take, ("x", "indices"), ("axis", "mode"))
 
 
@@ -328,6 +377,27 @@ def broadcast_to(x: Expr | Any, shape: Any) -> Call:
     return make_call("relax.broadcast_to", [x, shape_arg(shape)])
 
 
+def collapse_sum_to(data: Expr | Any, shape: Any) -> Call:
+    """``relax.collapse_sum_to(data, shape)``: sum ``data`` down to ``shape``, a shape it
+    broadcasts from (the adjoint of ``broadcast_to``): the leading axes ``shape`` lacks are
+    summed away, and each axis where ``shape`` has 1 is summed keeping its dimension.
+
+    ``collapse_sum_to(g, (1, 3))`` with ``g: (4, 3)`` is ``g.sum(axis=0, keepdims=True)``;
+    ``collapse_sum_to(g, (3,))`` is ``g.sum(axis=0)``. ``shape`` may be symbolic.
+    """
+    return make_call("relax.collapse_sum_to", [data, shape_arg(shape)])
+
+
+def collapse_sum_like(data: Expr | Any, collapse_target: Expr | Any) -> Call:
+    """``relax.collapse_sum_like(data, collapse_target)``: ``collapse_sum_to`` with the shape
+    of the tensor ``collapse_target``; the result keeps ``data``'s dtype.
+
+    In a gradient, ``collapse_sum_like(g, b)`` gives ``b``'s share of ``g``, the adjoint of
+    ``a + b`` with ``b`` broadcast: ``g: (4, 3)``, ``b: (3,)`` gives ``g.sum(axis=0)``.
+    """
+    return make_call("relax.collapse_sum_like", [data, collapse_target])
+
+
 def take(x: Expr | Any, indices: Expr | Any, axis: int | None = None, mode: str = "fast") -> Call:
     """``relax.take(x, indices, axis=None, mode="fast")``: the slices of ``x`` at ``indices``
     along ``axis``, numpy's ``take``: the result has shape
@@ -348,6 +418,8 @@ def take(x: Expr | Any, indices: Expr | Any, axis: int | None = None, mode: str 
 
 __all__ = [
     "broadcast_to",
+    "collapse_sum_like",
+    "collapse_sum_to",
     "concat",
     "flatten",
     "permute_dims",

@@ -450,6 +450,28 @@ def _broadcast_to(name: str, draw: Draw, rng: np.random.Generator) -> Case:
     )
 
 
+@case("collapse_sum_to", "collapse_sum_like")
+def _collapse_sum(name: str, draw: Draw, rng: np.random.Generator) -> Case:
+    x = rand(rng, (draw(dims), draw(dims), draw(dims)))
+    # The target: some leading axes dropped, each other axis kept or made 1.
+    lead = draw(st.integers(0, 3))
+    ones = [draw(st.booleans()) for _ in range(lead, 3)]
+    summed = tuple(range(lead)) + tuple(a for a, one in zip(range(lead, 3), ones) if one)
+    expected = x.sum(axis=summed, keepdims=True).reshape(
+        [1 if one else x.shape[a] for a, one in zip(range(lead, 3), ones)]
+    )
+
+    def target(v: relax.Var) -> list[Any]:
+        dims = v.struct_info.shape_values
+        return [1 if one else dims[a] for a, one in zip(range(lead, 3), ones)]
+
+    if name == "collapse_sum_to":
+        return Case([x], lambda v: op.collapse_sum_to(v, target(v)), expected)
+    # The target tensor shares the symbolic n when it keeps the data's axis 0.
+    batch = (0, 1) if lead == 0 and not ones[0] else (0,)
+    return Case([x, np.zeros_like(expected)], op.collapse_sum_like, expected, batch=batch)
+
+
 @case("where")
 def _where(name: str, draw: Draw, rng: np.random.Generator) -> Case:
     rows, cols = draw(dims), draw(dims)

@@ -125,6 +125,9 @@ LEGALIZATIONS: dict[str, LegalizeFunc] = {
     "relax.mean": Lowering(topi.mean, (ARGS, attr("axis"), attr("keepdims"))),
     "relax.max": Lowering(topi.max, (ARGS, attr("axis"), attr("keepdims"))),
     "relax.min": Lowering(topi.min, (ARGS, attr("axis"), attr("keepdims"))),
+    # the target shape, from inference (collapse_sum_like's is the other tensor's)
+    "relax.collapse_sum_to": Lowering(topi.collapse_sum, (DATA, OUT_SHAPE)),
+    "relax.collapse_sum_like": Lowering(topi.collapse_sum, (DATA, OUT_SHAPE)),
     "relax.argmax": Lowering(topi.argmax, (ARGS, attr("axis"), attr("keepdims"))),
     # creation: the shape comes from inference
     "relax.zeros": Lowering(topi.full, (OUT_SHAPE, OUT_DTYPE, 0.0), "zeros"),
