@@ -1,16 +1,18 @@
 """``relax.op.nn``: neural-network operators (activations, softmax, normalization, dense and
-linear, convolution and pooling)."""
+linear, convolution and pooling, and the losses ``nll_loss`` and
+``cross_entropy_with_logits``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from mlckit.ir.dtype import is_float
+from mlckit.errors import StructInfoError
+from mlckit.ir.dtype import is_float, is_int
 
 from ..expr import Call, Expr
 from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
-from ..utils import dims_equal, format_dim
+from ..utils import dims_equal, format_dim, format_shape
 from ._registry import (
     common_dtype,
     describe_arg,
@@ -20,6 +22,7 @@ from ._registry import (
     int_list,
     make_call,
     normalize_axis,
+    op_name,
     register,
     tensor_arg,
 )
@@ -33,12 +36,19 @@ gelu = unary("relax.nn.gelu", float_only=True)
 silu = unary("relax.nn.silu", float_only=True)
 
 
-def _infer_softmax(call: Call, ctx: Any) -> StructInfo:
-    x = tensor_arg(call, 0)
+def _float_tensor(call: Call, index: int) -> TensorStructInfo:
+    """Argument ``index``, which must be a floating-point tensor (when its dtype is known)."""
+    x = tensor_arg(call, index)
     if x.dtype != "void" and not is_float(x.dtype):
         raise fail(
-            call, f"needs a floating-point tensor, but {describe_arg(call, 0)} and dtype {x.dtype}"
+            call,
+            f"needs a floating-point tensor, but {describe_arg(call, index)} and dtype {x.dtype}",
         )
+    return x  # type: ignore[return-value]
+
+
+def _infer_softmax(call: Call, ctx: Any) -> StructInfo:
+    x = _float_tensor(call, 0)
     if x.ndim >= 0:  # type: ignore[union-attr]
         normalize_axis(call, call.attrs["axis"], x.ndim)  # type: ignore[index, union-attr]
     return x
@@ -205,6 +215,145 @@ def batch_norm(
     return make_call("relax.nn.batch_norm", [data, gamma, beta, moving_mean, moving_var], attrs)
 
 
+# ------------------------------------------------------------------------------ losses
+# How a loss reduces the per-example losses: their (weighted) mean, sum, or none (kept).
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _reduction_attr(reduction: Any, op: str) -> str:
+    if reduction not in _REDUCTIONS:
+        raise StructInfoError(
+            f"{op}: reduction must be one of {', '.join(map(repr, _REDUCTIONS))}, got {reduction!r}"
+        )
+    return reduction
+
+
+_NLL_LAYOUT = "predictions (C,) with a 0-d target, or (N, C, d1, ...) with targets (N, d1, ...)"
+
+
+def _infer_nll_loss(call: Call, ctx: Any) -> StructInfo:
+    if len(call.args) not in (2, 3):
+        raise fail(
+            call, f"takes 2 or 3 arguments (predictions, targets, weights), got {len(call.args)}"
+        )
+    pred, targets = _float_tensor(call, 0), tensor_arg(call, 1)
+    weights = _float_tensor(call, 2) if len(call.args) == 3 else None
+    dtype = pred.dtype if weights is None else common_dtype(call, pred, weights, 0, 2)
+    if targets.dtype != "void" and not is_int(targets.dtype):
+        raise fail(
+            call,
+            f"the targets are class indices and need an integer dtype, but "
+            f"{describe_arg(call, 1)} and dtype {targets.dtype}",
+        )
+    reduction = _reduction_attr(call.attrs["reduction"], op_name(call))  # type: ignore[index]
+    if pred.ndim == 0:
+        raise fail(call, f"{describe_arg(call, 0)}; it needs {_NLL_LAYOUT}")
+    if pred.ndim >= 0 and targets.ndim >= 0 and targets.ndim != max(pred.ndim - 1, 0):  # type: ignore[union-attr]
+        raise fail(
+            call, f"{describe_arg(call, 0)} and {describe_arg(call, 1)}; it needs {_NLL_LAYOUT}"
+        )
+    if weights is not None and weights.ndim not in (-1, 1):
+        raise fail(call, f"weights hold one value per class, but {describe_arg(call, 2)}")
+    pv, tv = pred.shape_values, targets.shape_values  # type: ignore[union-attr]
+    # The shape of the per-example losses: predictions' without the class axis 1.
+    out = None if pv is None else [*pv[:1], *pv[2:]] if len(pv) > 1 else []
+    if out is not None and tv is not None:
+        for a, b in zip(out, tv):
+            if dims_equal(a, b) is False:
+                raise fail(
+                    call,
+                    f"{describe_arg(call, 0)} and {describe_arg(call, 1)}: the targets' shape "
+                    f"must be the predictions' without the class axis 1, "
+                    f"{format_shape(out)} (dimension {format_dim(b)} vs {format_dim(a)})",
+                )
+    wv = None if weights is None else weights.shape_values  # type: ignore[union-attr]
+    if pv is not None and wv is not None:
+        classes = pv[0] if len(pv) == 1 else pv[1]
+        if dims_equal(classes, wv[0]) is False:
+            raise fail(
+                call,
+                f"weights hold one value per class, but {describe_arg(call, 2)} while "
+                f"{describe_arg(call, 0)}, so C = {format_dim(classes)}",
+            )
+    if reduction != "none":
+        return TensorStructInfo([], dtype)
+    if out is None and tv is not None:
+        out = list(tv)
+    ndim = pred.ndim - 1 if pred.ndim > 0 else targets.ndim  # type: ignore[union-attr]
+    return TensorStructInfo(out, dtype, ndim)
+
+
+register(
+    "relax.nn.nll_loss",
+    _infer_nll_loss,
+    ("predictions", "targets", "weights"),
+    ("reduction", "ignore_index"),
+    num_inputs=-1,
+)
+
+
+def nll_loss(
+    predictions: Expr | Any,
+    targets: Expr | Any,
+    weights: Expr | Any | None = None,
+    reduction: str = "mean",
+    ignore_index: int = -100,
+) -> Call:
+    """``relax.nn.nll_loss(predictions, targets, weights=None, reduction="mean",
+    ignore_index=-100)``: the negative log-likelihood loss, torch's ``nll_loss``.
+
+    ``predictions`` are log-probabilities ``(N, C)`` (or ``(N, C, d1, ...)``, or one example
+    ``(C,)``), ``targets`` the int class index of each example ``(N,)`` (``(N, d1, ...)``,
+    ``()``), ``weights`` one weight per class ``(C,)`` (all 1 when None). Each example's loss
+    is ``-weights[t] * predictions[i, t]`` with ``t = targets[i]``, 0 where
+    ``t == ignore_index``; ``reduction`` gives them back (``"none"``), their sum (``"sum"``)
+    or their weighted mean (``"mean"``: the sum divided by the weights of the examples not
+    ignored). After ``log_softmax`` it is the cross-entropy of a classifier::
+
+        loss = R.nn.nll_loss(R.nn.log_softmax(logits), labels)  # logits (N, 10), labels (N,)
+    """
+    attrs = {
+        "reduction": _reduction_attr(reduction, "relax.nn.nll_loss"),
+        "ignore_index": int_attr(ignore_index, "ignore_index", "relax.nn.nll_loss"),
+    }
+    args = [predictions, targets] if weights is None else [predictions, targets, weights]
+    return make_call("relax.nn.nll_loss", args, attrs)
+
+
+def _infer_cross_entropy(call: Call, ctx: Any) -> StructInfo:
+    pred, labels = _float_tensor(call, 0), _float_tensor(call, 1)
+    dtype = common_dtype(call, pred, labels)
+    pv, lv = pred.shape_values, labels.shape_values
+    same = pred.ndim < 0 or labels.ndim < 0 or pred.ndim == labels.ndim
+    if same and pv is not None and lv is not None:
+        same = all(dims_equal(a, b) is not False for a, b in zip(pv, lv))
+    if not same:
+        raise fail(
+            call,
+            f"the predictions and labels must have the same shape, but "
+            f"{describe_arg(call, 0)} and {describe_arg(call, 1)}",
+        )
+    if pred.ndim > 2:
+        raise fail(call, f"needs (N, C) or (C,) tensors, but {describe_arg(call, 0)}")
+    return TensorStructInfo([], dtype)
+
+
+register("relax.nn.cross_entropy_with_logits", _infer_cross_entropy, ("predictions", "labels"))
+
+
+def cross_entropy_with_logits(predictions: Expr | Any, labels: Expr | Any) -> Call:
+    """``relax.nn.cross_entropy_with_logits(predictions, labels)``: ``-sum(labels *
+    predictions) / N`` for ``(N, C)`` tensors, ``-sum(labels * predictions)`` for one example
+    ``(C,)``: a 0-d tensor.
+
+    Despite the name (TVM's), ``predictions`` are log-probabilities, not logits: with
+    ``labels`` one-hot it equals ``nll_loss`` of the labels' classes, and with soft labels
+    (probabilities) it is their cross-entropy. ``predictions [[-0.5, -1.0]]``,
+    ``labels [[0.0, 1.0]]`` give 1.0.
+    """
+    return make_call("relax.nn.cross_entropy_with_logits", [predictions, labels])
+
+
 def _infer_batch_flatten(call: Call, ctx: Any) -> StructInfo:
     x = tensor_arg(call, 0)
     if x.ndim == 0:  # type: ignore[union-attr]
@@ -229,12 +378,14 @@ __all__ = [
     "batch_flatten",
     "batch_norm",
     "conv2d",
+    "cross_entropy_with_logits",
     "dense",
     "gelu",
     "layer_norm",
     "linear",
     "log_softmax",
     "max_pool2d",
+    "nll_loss",
     "relu",
     "silu",
     "softmax",

@@ -6,6 +6,7 @@ from .dense import dense
 from .elemwise import gelu, relu, silu
 from .flatten import flatten
 from .layer_norm import layer_norm
+from .loss import nll_loss
 from .pad import pad
 from .pooling import adaptive_pool, avg_pool2d, max_pool2d, pool2d
 from .softmax import log_softmax, softmax
@@ -23,6 +24,7 @@ __all__ = [
     "layer_norm",
     "log_softmax",
     "max_pool2d",
+    "nll_loss",
     "pad",
     "pool2d",
     "relu",

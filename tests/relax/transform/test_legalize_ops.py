@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -462,14 +463,48 @@ def _collapse_sum(name: str, draw: Draw, rng: np.random.Generator) -> Case:
     )
 
     def target(v: relax.Var) -> list[Any]:
-        dims = v.struct_info.shape_values
-        return [1 if one else dims[a] for a, one in zip(range(lead, 3), ones)]
+        shape = v.struct_info.shape_values
+        return [1 if one else shape[a] for a, one in zip(range(lead, 3), ones)]
 
     if name == "collapse_sum_to":
         return Case([x], lambda v: op.collapse_sum_to(v, target(v)), expected)
     # The target tensor shares the symbolic n when it keeps the data's axis 0.
     batch = (0, 1) if lead == 0 and not ones[0] else (0,)
     return Case([x, np.zeros_like(expected)], op.collapse_sum_like, expected, batch=batch)
+
+
+@case("nn.nll_loss")
+def _nll_loss(name: str, draw: Draw, rng: np.random.Generator) -> Case:
+    # (N, C) or (N, C, d): torch.nn.functional.nll_loss is the reference.
+    classes, spatial = draw(st.integers(2, 4)), [draw(dims)] * draw(st.integers(0, 1))
+    pred = rand(rng, (draw(dims), classes, *spatial))
+    targets = rng.integers(0, classes, size=(pred.shape[0], *spatial)).astype("int64")
+    targets.flat[0] = 0  # one example not ignored, so the mean is defined
+    weights = rng.uniform(0.5, 2, size=classes).astype("float32")
+    reduction = draw(st.sampled_from(["mean", "sum", "none"]))
+    weighted = draw(st.booleans())
+    expected = torch.nn.functional.nll_loss(
+        torch.tensor(pred),
+        torch.tensor(targets),
+        torch.tensor(weights) if weighted else None,
+        reduction=reduction,
+        ignore_index=1,
+    ).numpy()
+    inputs = [pred, targets, weights] if weighted else [pred, targets]
+    return Case(
+        inputs,
+        lambda p, t, *w: op.nn.nll_loss(p, t, *w, reduction=reduction, ignore_index=1),
+        expected,
+        batch=(0, 1),
+    )
+
+
+@case("nn.cross_entropy_with_logits")
+def _cross_entropy(name: str, draw: Draw, rng: np.random.Generator) -> Case:
+    pred = rand(rng, [draw(dims) for _ in range(draw(st.integers(1, 2)))])
+    labels = rng.uniform(0, 1, size=pred.shape).astype("float32")
+    expected = -(pred * labels).sum() / (pred.shape[0] if pred.ndim == 2 else 1)
+    return Case([pred, labels], op.nn.cross_entropy_with_logits, expected, batch=(0, 1))
 
 
 @case("where")

@@ -13,6 +13,7 @@ from typing import Any
 
 from mlckit import te, topi
 from mlckit.errors import BuildError
+from mlckit.topi.utils import as_float
 
 from ...block_builder import BlockBuilder
 from ...expr import Call, Expr, Tuple
@@ -46,6 +47,17 @@ def _layer_norm(
         data, gamma if scale else None, beta if center else None, axes, epsilon
     )
 
+
+def _cross_entropy_with_logits(predictions: te.Tensor, labels: te.Tensor) -> te.Tensor:
+    """``-sum(labels * predictions)``, divided by the batch size N for ``(N, C)`` tensors."""
+    total = topi.negative(topi.sum(topi.multiply(predictions, labels)))
+    if predictions.ndim < 2:
+        return total
+    return topi.divide(total, as_float(predictions.shape[0], predictions.dtype))
+
+
+# nll_loss's tensors: weights are None (every class weighs 1) when the call has no third one.
+NLL_TENSORS = Arg("NLL_TENSORS", lambda call: [*call.args[:2], (call.args[2:] or [None])[0]])
 
 _NORMALIZE = Lowering(
     topi.nn.batch_norm, (ARGS, attr("axis"), attr("epsilon"), attr("center"), attr("scale"))
@@ -149,6 +161,12 @@ LEGALIZATIONS: dict[str, LegalizeFunc] = {
     # neural networks
     "relax.nn.softmax": Lowering(topi.nn.softmax, (ARGS, attr("axis"))),
     "relax.nn.log_softmax": Lowering(topi.nn.log_softmax, (ARGS, attr("axis"))),
+    "relax.nn.nll_loss": Lowering(
+        topi.nn.nll_loss, (NLL_TENSORS, attr("reduction"), attr("ignore_index"))
+    ),
+    "relax.nn.cross_entropy_with_logits": Lowering(
+        _cross_entropy_with_logits, (ARGS,), "cross_entropy_with_logits"
+    ),
     "relax.nn.layer_norm": Lowering(
         _layer_norm,
         (ARGS, attr("axes"), attr("epsilon"), attr("center"), attr("scale")),
