@@ -68,6 +68,10 @@ class IRError(MLCError):
     """An IR node was constructed with invalid fields (wrong dtype, wrong type of child, ...)."""
 
 
+class TransformError(MLCError):
+    """A pass cannot be applied to a module; names the pass, the function and the cause."""
+
+
 # The old spellings warned about so far: each is announced once per process, however often it
 # runs (a course loop that builds a variable per layer should not print a warning per layer).
 _warned_spellings: set[str] = set()
@@ -91,6 +95,7 @@ __all__ = [
     "ScheduleError",
     "StructInfoError",
     "StructuralMismatchError",
+    "TransformError",
     "VMError",
     "WellFormedError",
     "warn_old_spelling",

@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from .numerical_grads import check_numerical_grads
+
 
 def assert_allclose(actual: Any, desired: Any, rtol: float = 1e-7, atol: float = 1e-7) -> None:
     """numpy's ``assert_allclose`` (arrays or NDArrays) that also fails when the shapes differ
@@ -20,4 +22,4 @@ def _as_numpy(value: Any) -> np.ndarray:
     return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
 
 
-__all__ = ["assert_allclose"]
+__all__ = ["assert_allclose", "check_numerical_grads"]

@@ -11,6 +11,7 @@ from .fuse_ops import FuseOps
 from .fuse_ops_by_pattern import FuseOpsByPattern, FusionError, FusionPattern, PatternCheckContext
 from .fuse_tir import FuseTIR
 from .fuse_transpose_matmul import FuseTransposeMatmul
+from .gradient import Gradient
 from .legalize_ops import LegalizeOps, register_legalize
 from .meta_schedule import MetaScheduleApplyDatabase
 from .static_plan_block_memory import StaticPlanBlockMemory, estimate_memory_usage
@@ -30,6 +31,7 @@ __all__ = [
     "FuseTransposeMatmul",
     "FusionError",
     "FusionPattern",
+    "Gradient",
     "LegalizeOps",
     "MetaScheduleApplyDatabase",
     "PatternCheckContext",

@@ -1,0 +1,315 @@
+"""Gradient rules: how each relax operator passes the gradient of its output to its arguments.
+
+``relax.transform.Gradient`` walks a function's bindings backwards. At ``y = op(a, b)`` it knows
+``y_adjoint``, the gradient of the target with respect to ``y``, and asks the rule of ``op``
+for the partial gradients of ``a`` and ``b``. A rule is a function::
+
+    rule(var, call, grad) -> [partial_of_arg_0, partial_of_arg_1, ...]
+
+``var`` is the bound variable (its value is the forward result, which several rules reuse:
+``exp``'s gradient is ``grad * var``), ``call`` the forward call and ``grad`` the output's
+adjoint. Each partial is an un-normalized relax expression with the struct info of that
+argument, or None for an argument that takes no gradient (a shape, a bool condition). Worked
+example, ``y = R.multiply(a, b)``: the rule returns ``[grad * b, grad * a]``.
+
+The rules say nothing about broadcasting: when ``a`` has shape ``(4,)`` and ``y`` shape
+``(3, 4)``, the partial ``grad * b`` has shape ``(3, 4)``, and the pass sums it back to ``(4,)``
+with ``collapse_sum_to`` (the one place that knows both shapes after normalization).
+
+Comparison ops are registered with :func:`no_gradient`: their output is piecewise constant,
+so nothing flows back. An op missing from the table stops ``Gradient`` with an error that
+lists every such op of the function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from mlckit.errors import TransformError
+
+from ..expr import Call, Expr, Var, const
+from ..struct_info import TensorStructInfo
+from ..utils import const_int
+from . import binary, datatype, linear_algebra, manipulate, search, statistical, unary
+
+GradientRule = Callable[[Var, Call, Expr], Sequence[Expr | None]]
+
+# op name ("relax.add") -> its rule.
+GRADIENT_RULES: dict[str, GradientRule] = {}
+
+
+def register_gradient(op_name: str) -> Callable[[GradientRule], GradientRule]:
+    """Decorator registering ``rule`` as the gradient of ``op_name`` (later ones replace)."""
+
+    def decorate(rule: GradientRule) -> GradientRule:
+        GRADIENT_RULES[op_name] = rule
+        return rule
+
+    return decorate
+
+
+def gradient_rule(op_name: str) -> GradientRule | None:
+    """The registered rule of ``op_name``, or None."""
+    return GRADIENT_RULES.get(op_name)
+
+
+def no_gradient(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    """The rule of an op whose output does not depend smoothly on its arguments."""
+    return [None] * len(call.args)
+
+
+for _comparison in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
+    register_gradient(f"relax.{_comparison}")(no_gradient)
+
+
+# ------------------------------------------------------------------------------- helpers
+def _sinfo(expr: Expr) -> TensorStructInfo:
+    return expr.struct_info_  # type: ignore[return-value]
+
+
+def _scalar(value: float, like: Expr) -> Expr:
+    """A 0-d constant with ``like``'s dtype (relax does not convert dtypes implicitly)."""
+    return const(value, _sinfo(like).dtype)
+
+
+def _zero_where_not(condition: Expr, grad: Expr) -> Expr:
+    """``grad`` where ``condition`` holds, else 0."""
+    return search.where(condition, grad, _scalar(0.0, grad))
+
+
+def _label(expr: Expr) -> str:
+    return expr.name_hint if isinstance(expr, Var) else type(expr).__name__
+
+
+def _shape(expr: Expr) -> list[Any]:
+    shape = _sinfo(expr).shape_values
+    if shape is None:
+        raise TransformError(f"{_label(expr)} has no known shape, which its gradient needs")
+    return list(shape)
+
+
+# ------------------------------------------------------------------- elementwise binary
+@register_gradient("relax.add")
+def _add(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    return [grad, grad]
+
+
+@register_gradient("relax.subtract")
+def _subtract(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    return [grad, unary.negative(grad)]
+
+
+@register_gradient("relax.multiply")
+def _multiply(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    a, b = call.args
+    return [binary.multiply(grad, b), binary.multiply(grad, a)]
+
+
+@register_gradient("relax.divide")
+def _divide(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    # y = a / b: dy/da = 1 / b, dy/db = -a / b^2 = -y / b.
+    _, b = call.args
+    return [
+        binary.divide(grad, b),
+        unary.negative(binary.multiply(grad, binary.divide(var, b))),
+    ]
+
+
+@register_gradient("relax.power")
+def _power(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    # y = a ** b: dy/da = b * a ** (b - 1), dy/db = y * log(a).
+    a, b = call.args
+    a_pow = binary.power(a, binary.subtract(b, _scalar(1.0, b)))
+    return [
+        binary.multiply(grad, binary.multiply(b, a_pow)),
+        binary.multiply(grad, binary.multiply(var, unary.log(a))),
+    ]
+
+
+@register_gradient("relax.maximum")
+def _maximum(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    # Ties send the gradient to the first argument, as torch does for its first operand.
+    a, b = call.args
+    return [
+        _zero_where_not(binary.greater_equal(a, b), grad),
+        _zero_where_not(binary.less(a, b), grad),
+    ]
+
+
+@register_gradient("relax.minimum")
+def _minimum(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    a, b = call.args
+    return [
+        _zero_where_not(binary.less_equal(a, b), grad),
+        _zero_where_not(binary.greater(a, b), grad),
+    ]
+
+
+# -------------------------------------------------------------------- elementwise unary
+def _unary_rule(derivative: Callable[[Expr, Var], Expr]) -> GradientRule:
+    """The rule of ``y = f(x)`` from ``f'`` written with ``x`` and ``y``: grad * f'(x)."""
+
+    def rule(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+        return [binary.multiply(grad, derivative(call.args[0], var))]
+
+    return rule
+
+
+def _one_minus(value: Expr, like: Expr) -> Expr:
+    """``1 - value``, the constant of ``like``'s dtype (``value`` may be un-normalized)."""
+    return binary.subtract(_scalar(1.0, like), value)
+
+
+# op name -> f'(x) in terms of x and y = f(x).
+_UNARY_DERIVATIVES: dict[str, Callable[[Expr, Var], Expr]] = {
+    "relax.exp": lambda x, y: y,
+    "relax.log": lambda x, y: binary.divide(_scalar(1.0, x), x),
+    "relax.sqrt": lambda x, y: binary.divide(_scalar(0.5, y), y),
+    "relax.sigmoid": lambda x, y: binary.multiply(y, _one_minus(y, y)),
+    "relax.tanh": lambda x, y: _one_minus(binary.multiply(y, y), y),
+    # silu(x) = x * s(x): s(x) * (1 + x * (1 - s(x))).
+    "relax.nn.silu": lambda x, y: binary.multiply(
+        unary.sigmoid(x),
+        binary.add(_scalar(1.0, x), binary.multiply(x, _one_minus(unary.sigmoid(x), x))),
+    ),
+}
+for _name, _derivative in _UNARY_DERIVATIVES.items():
+    register_gradient(_name)(_unary_rule(_derivative))
+
+
+@register_gradient("relax.negative")
+def _negative(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    return [unary.negative(grad)]
+
+
+@register_gradient("relax.abs")
+def _abs(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    x = call.args[0]
+    return [search.where(binary.less(x, _scalar(0.0, x)), unary.negative(grad), grad)]
+
+
+@register_gradient("relax.nn.relu")
+def _relu(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    x = call.args[0]
+    return [_zero_where_not(binary.greater(x, _scalar(0.0, x)), grad)]
+
+
+@register_gradient("relax.astype")
+def _astype(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    return [datatype.astype(grad, _sinfo(call.args[0]).dtype)]
+
+
+@register_gradient("relax.where")
+def _where(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    condition = call.args[0]
+    zero = _scalar(0.0, grad)
+    return [None, search.where(condition, grad, zero), search.where(condition, zero, grad)]
+
+
+# ------------------------------------------------------------------------- reductions
+def _reduced_axes(call: Call) -> list[int]:
+    ndim = _sinfo(call.args[0]).ndim
+    axis = call.attrs["axis"] if call.attrs is not None else None
+    return list(range(ndim)) if axis is None else [a % ndim for a in axis]
+
+
+def _spread(call: Call, grad: Expr) -> Expr:
+    """``grad`` of a reduction's output broadcast back to the input's shape: the reduced axes
+    come back as 1s first (unless keepdims kept them), then ``broadcast_to`` repeats."""
+    x = call.args[0]
+    shape = _shape(x)
+    if not call.attrs["keepdims"] and _sinfo(grad).ndim > 0:
+        axes = set(_reduced_axes(call))
+        grad = manipulate.reshape(grad, [1 if i in axes else d for i, d in enumerate(shape)])
+    return manipulate.broadcast_to(grad, shape)
+
+
+@register_gradient("relax.sum")
+def _sum(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    return [_spread(call, grad)]
+
+
+@register_gradient("relax.mean")
+def _mean(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    shape = _shape(call.args[0])
+    count = 1
+    for axis in _reduced_axes(call):
+        extent = const_int(shape[axis])
+        if extent is None:
+            raise TransformError(
+                f"the gradient of relax.mean needs the reduced axis {axis} of "
+                f"{_label(call.args[0])} to have a known extent, not {shape[axis]}"
+            )
+        count *= extent
+    return [binary.divide(_spread(call, grad), _scalar(float(count), grad))]
+
+
+# -------------------------------------------------------------------- linear algebra
+def _swap_last_two(x: Expr) -> Expr:
+    ndim = _sinfo(x).ndim
+    axes = [*range(ndim - 2), ndim - 1, ndim - 2]
+    return manipulate.permute_dims(x, axes)
+
+
+@register_gradient("relax.matmul")
+def _matmul(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    # (.., m, k) @ (.., k, n): da = grad @ b^T, db = a^T @ grad; broadcast batch dims are
+    # summed back by the pass.
+    a, b = call.args
+    if _sinfo(a).ndim < 2 or _sinfo(b).ndim < 2:
+        raise TransformError("the gradient of relax.matmul needs both operands at least 2-D")
+    return [
+        linear_algebra.matmul(grad, _swap_last_two(b)),
+        linear_algebra.matmul(_swap_last_two(a), grad),
+    ]
+
+
+# --------------------------------------------------------------------------- layout
+@register_gradient("relax.permute_dims")
+def _permute_dims(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    axes = call.attrs["axes"]
+    if axes is None:  # the reversal is its own inverse
+        return [manipulate.permute_dims(grad)]
+    ndim = len(axes)
+    inverse = [0] * ndim
+    for position, axis in enumerate(axes):
+        inverse[axis % ndim] = position
+    return [manipulate.permute_dims(grad, inverse)]
+
+
+def _back_to_input_shape(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    return [manipulate.reshape(grad, _shape(call.args[0]))] + [None] * (len(call.args) - 1)
+
+
+register_gradient("relax.reshape")(_back_to_input_shape)
+register_gradient("relax.flatten")(_back_to_input_shape)
+register_gradient("relax.nn.batch_flatten")(_back_to_input_shape)
+
+
+@register_gradient("relax.broadcast_to")
+def _broadcast_to(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    # The partial has the output's shape; the pass sums it back to the input's.
+    return [grad, None]
+
+
+# ---------------------------------------------------------------------------- softmax
+def _softmax_axis(call: Call) -> list[int]:
+    return [call.attrs["axis"]]
+
+
+@register_gradient("relax.nn.softmax")
+def _softmax(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    # y = softmax(x): dx = y * (grad - sum(grad * y, axis, keepdims)).
+    weighted = statistical.sum(binary.multiply(grad, var), _softmax_axis(call), keepdims=True)
+    return [binary.multiply(var, binary.subtract(grad, weighted))]
+
+
+@register_gradient("relax.nn.log_softmax")
+def _log_softmax(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    # y = log_softmax(x): dx = grad - exp(y) * sum(grad, axis, keepdims).
+    total = statistical.sum(grad, _softmax_axis(call), keepdims=True)
+    return [binary.subtract(grad, binary.multiply(unary.exp(var), total))]
+
+
+__all__ = ["GRADIENT_RULES", "GradientRule", "gradient_rule", "no_gradient", "register_gradient"]
