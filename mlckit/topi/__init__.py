@@ -47,7 +47,17 @@ from .math import (
     tanh,
 )
 from .reduction import argmax, collapse_sum, max, mean, min, sum
-from .transform import concatenate, full, full_like, matmul, reshape, take, transpose
+from .transform import (
+    concatenate,
+    expand_dims,
+    full,
+    full_like,
+    matmul,
+    reshape,
+    squeeze,
+    take,
+    transpose,
+)
 
 __all__ = [
     "abs",
@@ -64,6 +74,7 @@ __all__ = [
     "erf",
     "ewise_fma",
     "exp",
+    "expand_dims",
     "floor",
     "floor_divide",
     "full",
@@ -88,6 +99,7 @@ __all__ = [
     "rsqrt",
     "sigmoid",
     "sqrt",
+    "squeeze",
     "subtract",
     "sum",
     "take",

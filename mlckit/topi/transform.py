@@ -1,5 +1,6 @@
-"""Layout and creation operators: ``reshape``, ``transpose``, ``concatenate``, ``full``,
-``full_like``, the gather ``take``, and ``matmul`` with numpy's batch broadcasting."""
+"""Layout and creation operators: ``reshape``, ``expand_dims``, ``squeeze``, ``transpose``,
+``concatenate``, ``split``, ``full``, ``full_like``, the gather ``take``, and ``matmul`` with
+numpy's batch broadcasting."""
 
 from __future__ import annotations
 
@@ -65,6 +66,63 @@ def reshape(a: te.Tensor, newshape: Sequence[Any]) -> te.Tensor:
 
     return te.compute(
         dims, body, name="T_reshape", tag="injective", varargs_names=axis_names(len(dims))
+    )
+
+
+def expand_dims(a: te.Tensor, axis: int | Sequence[int], num_newaxis: int = 1) -> te.Tensor:
+    """``a`` with axes of size 1 added: ``num_newaxis`` of them from position ``axis`` of the
+    result (TVM's form), or one at each position of a list ``axis``. Block ``T_expand_dims``.
+
+    ``(4, 3)`` with ``axis=0`` gives ``(1, 4, 3)``; with ``axis=[0, 2]``, ``(1, 4, 1, 3)``.
+    """
+    first = axis if isinstance(axis, int) else None
+    ndim = a.ndim + (num_newaxis if first is not None else len(axis))  # type: ignore[arg-type]
+    if first is not None:
+        start = normalize_axis(first, a.ndim + 1, "topi.expand_dims")
+        new = set(range(start, start + num_newaxis))
+    else:
+        new = {normalize_axis(int(x), ndim, "topi.expand_dims") for x in axis}  # type: ignore[union-attr]
+        if len(new) != ndim - a.ndim:
+            raise StructInfoError(f"topi.expand_dims: axis {list(axis)} repeats an axis")  # type: ignore[arg-type]
+    kept = [i for i in range(ndim) if i not in new]
+    old = iter(a.shape)
+    shape = [const(1, "int64") if i in new else next(old) for i in range(ndim)]
+    return te.compute(
+        shape,
+        lambda *indices: a[tuple(indices[i] for i in kept)],
+        name="T_expand_dims",
+        tag="broadcast",
+        varargs_names=axis_names(ndim),
+    )
+
+
+def squeeze(a: te.Tensor, axis: int | Sequence[int] | None = None) -> te.Tensor:
+    """``a`` without the axes ``axis`` (each of size 1), or without every constant axis of
+    size 1 when ``axis`` is None. Block ``T_squeeze``."""
+    if axis is None:
+        removed = {i for i, d in enumerate(a.shape) if isinstance(d, IntImm) and d.value == 1}
+    else:
+        items = [axis] if isinstance(axis, int) else list(axis)
+        removed = {normalize_axis(int(x), a.ndim, "topi.squeeze") for x in items}
+        for i in sorted(removed):
+            d = a.shape[i]
+            if isinstance(d, IntImm) and d.value != 1:
+                raise StructInfoError(
+                    f"topi.squeeze: axis {i} of a tensor of shape {shape_text(a.shape)} has "
+                    f"size {d.value}, not 1"
+                )
+    kept = [i for i in range(a.ndim) if i not in removed]
+
+    def body(*indices: PrimExpr) -> PrimExpr:
+        at = dict(zip(kept, indices))
+        return a[tuple(at.get(i, const(0, a.shape[i].dtype)) for i in range(a.ndim))]
+
+    return te.compute(
+        [a.shape[i] for i in kept],
+        body,
+        name="T_squeeze",
+        tag="injective",
+        varargs_names=axis_names(len(kept)),
     )
 
 

@@ -33,9 +33,11 @@ from .manipulate import (
     collapse_sum_like,
     collapse_sum_to,
     concat,
+    expand_dims,
     flatten,
     permute_dims,
     reshape,
+    squeeze,
     take,
 )
 from .memory import builtin
@@ -68,6 +70,7 @@ __all__ = [
     "equal",
     "ewise_fma",
     "exp",
+    "expand_dims",
     "flatten",
     "floor_divide",
     "full",
@@ -95,6 +98,7 @@ __all__ = [
     "reshape",
     "sigmoid",
     "sqrt",
+    "squeeze",
     "subtract",
     "sum",
     "take",

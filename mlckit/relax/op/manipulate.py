@@ -1,5 +1,6 @@
 """Shape manipulation: ``relax.permute_dims`` (attr ``axes``), ``relax.reshape``,
-``relax.flatten``, ``relax.concat`` (attr ``axis``), ``relax.broadcast_to``, its inverse in
+``relax.flatten``, ``relax.expand_dims`` and ``relax.squeeze`` (attr ``axis``: the size-1
+axes added or removed), ``relax.concat`` (attr ``axis``), ``relax.broadcast_to``, its inverse in
 gradients ``relax.collapse_sum_to`` / ``relax.collapse_sum_like``, and the gather
 ``relax.take`` (attrs ``axis``, ``mode``).
 
@@ -140,6 +141,55 @@ def _infer_flatten(call: Call, ctx: Any) -> StructInfo:
     if values is None:
         return TensorStructInfo(None, x.dtype, 1)
     return TensorStructInfo([shape_product(values)], x.dtype)
+
+
+def _distinct_axes(call: Call, axes: Sequence[int], ndim: int) -> list[int]:
+    """``axes`` as non-negative indices below ``ndim``, each named once."""
+    normalized = [normalize_axis(call, a, ndim, f"axis={list(axes)}: axis") for a in axes]
+    if len(set(normalized)) != len(normalized):
+        raise fail(call, f"axis={list(axes)} names an axis twice for {describe_arg(call, 0)}")
+    return normalized
+
+
+def _infer_expand_dims(call: Call, ctx: Any) -> StructInfo:
+    x = tensor_arg(call, 0)
+    axes = call.attrs["axis"]  # type: ignore[index]
+    if x.ndim < 0:  # type: ignore[union-attr]
+        return TensorStructInfo(None, x.dtype, -1)
+    # The axes index the result, which has len(axes) more dimensions.
+    ndim = x.ndim + len(axes)  # type: ignore[union-attr]
+    new = set(_distinct_axes(call, axes, ndim))
+    values = x.shape_values  # type: ignore[union-attr]
+    if values is None:
+        return TensorStructInfo(None, x.dtype, ndim)
+    old = iter(values)
+    return TensorStructInfo(
+        [IntImm("int64", 1) if i in new else next(old) for i in range(ndim)], x.dtype
+    )
+
+
+def _infer_squeeze(call: Call, ctx: Any) -> StructInfo:
+    x = tensor_arg(call, 0)
+    axes = call.attrs["axis"]  # type: ignore[index]
+    ndim, values = x.ndim, x.shape_values  # type: ignore[union-attr]
+    if ndim < 0 or (values is None and axes is None):
+        return TensorStructInfo(None, x.dtype, -1)
+    if axes is None:
+        # Every dimension of size 1; a symbolic one may or may not be, so the rank is unknown.
+        if any(const_int(d) is None for d in values):  # type: ignore[union-attr]
+            return TensorStructInfo(None, x.dtype, -1)
+        return TensorStructInfo([d for d in values if not is_const_one(d)], x.dtype)  # type: ignore[union-attr]
+    removed = set(_distinct_axes(call, axes, ndim))
+    if values is None:
+        return TensorStructInfo(None, x.dtype, ndim - len(removed))
+    for a in sorted(removed):
+        if dims_equal(values[a], IntImm("int64", 1)) is False:
+            raise fail(
+                call,
+                f"{describe_arg(call, 0)}, whose axis {a} has size {format_dim(values[a])}; "
+                "only axes of size 1 can be squeezed",
+            )
+    return TensorStructInfo([d for i, d in enumerate(values) if i not in removed], x.dtype)
 
 
 def _tensor_fields(call: Call) -> list[TensorStructInfo]:
@@ -333,6 +383,8 @@ def _infer_take(call: Call, ctx: Any) -> StructInfo:
 register("relax.permute_dims", _infer_permute_dims, ("x",), ("axes",))
 register("relax.reshape", _infer_reshape, ("x", "shape"))
 register("relax.flatten", _infer_flatten, ("x",))
+register("relax.expand_dims", _infer_expand_dims, ("x",), ("axis",))
+register("relax.squeeze", _infer_squeeze, ("x",), ("axis",))
 register("relax.concat", _infer_concat, ("tensors",), ("axis",))
 register("relax.broadcast_to", _infer_broadcast_to, ("x", "shape"))
 register("relax.collapse_sum_to", _infer_collapse_sum_to, ("data", "shape"))
@@ -362,6 +414,24 @@ def reshape(x: Expr | Any, shape: Any) -> Call:
 def flatten(x: Expr | Any) -> Call:
     """``relax.flatten(x)``: all elements in one dimension, ``(prod(shape),)``."""
     return make_call("relax.flatten", [x])
+
+
+def expand_dims(x: Expr | Any, axis: int | Sequence[int]) -> Call:
+    """``relax.expand_dims(x, axis)``: ``x`` with new axes of size 1 at the positions ``axis``
+    of the result (an int or a list; negative counts from the result's end).
+
+    ``x: (4, 3)`` gives ``(1, 4, 3)`` for ``axis=0``, ``(4, 3, 1)`` for ``axis=-1`` and
+    ``(1, 4, 1, 3)`` for ``axis=[0, 2]``: the inverse of ``squeeze``.
+    """
+    axes = int_list(axis, "axis", "relax.expand_dims")
+    return make_call("relax.expand_dims", [x], {"axis": axes})
+
+
+def squeeze(x: Expr | Any, axis: int | Sequence[int] | None = None) -> Call:
+    """``relax.squeeze(x, axis=None)``: ``x`` without the axes ``axis``, each of size 1;
+    ``axis=None`` removes every axis of size 1. ``x: (1, 4, 1)`` gives ``(4,)``, or
+    ``(4, 1)`` for ``axis=0``."""
+    return make_call("relax.squeeze", [x], {"axis": int_list(axis, "axis", "relax.squeeze")})
 
 
 def concat(tensors: Expr | Sequence[Expr], axis: int | None = 0) -> Call:
@@ -421,9 +491,11 @@ __all__ = [
     "collapse_sum_like",
     "collapse_sum_to",
     "concat",
+    "expand_dims",
     "flatten",
     "permute_dims",
     "reshape",
     "shape_product",
+    "squeeze",
     "take",
 ]

@@ -1,9 +1,12 @@
-"""Struct info of flatten, concat and broadcast_to (and reshape/permute_dims edge cases)."""
+"""Struct info of flatten, concat, broadcast_to, expand_dims and squeeze (and reshape/permute_dims
+edge cases)."""
 
 import pytest
 from op_helpers import assert_rank_only, assert_tensor, infer, m, n, raises, var
 
+import mlckit
 from mlckit import relax, tir
+from mlckit.script import from_source
 
 op = relax.op
 
@@ -78,3 +81,60 @@ def test_permute_dims_rejects_non_permutations(axes):
 def test_symbolic_dims_stay_int64():
     out = infer(op.concat((var("a", (n,)), var("b", (tir.IntImm("int64", 2),)))))
     assert out.shape_values[0].dtype == "int64"
+
+
+@pytest.mark.parametrize(
+    ("axis", "shape"),
+    [
+        (0, (1, n, 3)),
+        (-1, (n, 3, 1)),
+        ([0, 2], (1, n, 1, 3)),
+        ([-1, 1], (n, 1, 3, 1)),
+        ([], (n, 3)),
+    ],
+)
+def test_expand_dims_inserts_axes_of_size_one_at_result_positions(axis, shape):
+    assert_tensor(infer(op.expand_dims(var("x", (n, 3)), axis)), shape)
+
+
+def test_expand_dims_unknown_dims_and_errors():
+    unknown = relax.Var("x", relax.TensorStructInfo(None, "float32", 2))
+    assert_rank_only(infer(op.expand_dims(unknown, [0, 1])), 4)
+    assert_rank_only(infer(op.expand_dims(var("y", None), 0)), -1)
+    raises(op.expand_dims(var("x", (2, 3)), 3), "relax.expand_dims", "out of range", "(2, 3)")
+    raises(op.expand_dims(var("x", (2, 3)), [0, -4]), "names an axis twice", "x has shape (2, 3)")
+
+
+def test_squeeze_removes_axes_of_size_one():
+    x = var("x", (1, n, 1, 3))
+    assert_tensor(infer(op.squeeze(x, [0, 2])), (n, 3))
+    assert_tensor(infer(op.squeeze(x, -2)), (1, n, 3))
+    assert_tensor(infer(op.squeeze(var("y", (1, 4, 1)))), (4,))
+    # With axis=None a symbolic dim might be 1: only the rank-unknown result is sure.
+    assert_rank_only(infer(op.squeeze(x)), -1)
+    # A symbolic dim named by axis is taken to be 1.
+    assert_tensor(infer(op.squeeze(x, 1)), (1, 1, 3))
+    unknown = relax.Var("u", relax.TensorStructInfo(None, "float32", 3))
+    assert_rank_only(infer(op.squeeze(unknown, [0])), 2)
+
+
+def test_squeeze_errors():
+    x = var("x", (1, 4, 1))
+    raises(op.squeeze(x, 1), "relax.squeeze", "x has shape (1, 4, 1), whose axis 1 has size 4")
+    raises(op.squeeze(x, 3), "out of range")
+    raises(op.squeeze(x, [0, -3]), "names an axis twice")
+
+
+def test_expand_dims_and_squeeze_round_trip_through_tvmscript():
+    x = var("x", (n, 3))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            e = bb.emit(op.expand_dims(x, [0, -1]))
+            gv = bb.emit_output(op.squeeze(op.squeeze(e, [0]), None))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    text = mod.script()
+    assert "R.expand_dims(x, axis=[0, -1])" in text and "R.squeeze(lv, axis=[0])" in text, text
+    assert "axis=None" in text, text
+    mlckit.ir.assert_structural_equal(from_source(text), mod)

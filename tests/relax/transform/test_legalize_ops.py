@@ -451,6 +451,27 @@ def _broadcast_to(name: str, draw: Draw, rng: np.random.Generator) -> Case:
     )
 
 
+@case("expand_dims", "squeeze")
+def _expand_squeeze(name: str, draw: Draw, rng: np.random.Generator) -> Case:
+    x = rand(rng, (draw(dims), 1, draw(dims)))
+    if name == "expand_dims":
+        ndim = 3 + draw(st.integers(1, 2))  # the result's: the axes index it
+        count = ndim - 3
+        axes = draw(
+            st.lists(
+                st.integers(-ndim, ndim - 1),
+                min_size=count,
+                max_size=count,
+                unique_by=lambda a: a % ndim,
+            )
+        )
+        return Case([x], lambda v: op.expand_dims(v, axes), np.expand_dims(x, axes))
+    axis = draw(st.sampled_from([1, -2, [1], None]))
+    # axis=None leaves a symbolic n's rank unknown (not legalized): run those statically.
+    expected = np.squeeze(x, tuple(axis) if isinstance(axis, list) else axis)
+    return Case([x], lambda v: op.squeeze(v, axis), expected, batch=(0,) if axis else ())
+
+
 @case("collapse_sum_to", "collapse_sum_like")
 def _collapse_sum(name: str, draw: Draw, rng: np.random.Generator) -> Case:
     x = rand(rng, (draw(dims), draw(dims), draw(dims)))

@@ -152,6 +152,8 @@ LEGALIZATIONS: dict[str, LegalizeFunc] = {
     # shape manipulation
     "relax.reshape": Lowering(topi.reshape, (DATA, OUT_SHAPE)),
     "relax.flatten": Lowering(topi.reshape, (DATA, OUT_SHAPE)),
+    "relax.expand_dims": Lowering(topi.expand_dims, (ARGS, attr("axis"))),
+    "relax.squeeze": Lowering(topi.squeeze, (ARGS, attr("axis"))),
     "relax.permute_dims": Lowering(topi.transpose, (ARGS, attr("axes"))),
     "relax.broadcast_to": Lowering(topi.broadcast_to, (DATA, OUT_SHAPE)),
     "relax.concat": Lowering(topi.concatenate, (ARGS, attr("axis"))),
