@@ -312,7 +312,8 @@ def _infer_broadcast_to(call: Call, ctx: Any) -> StructInfo:
 def _collapse_result(call: Call, new: Sequence[PrimExpr] | None, ndim: int) -> StructInfo:
     """The collapsed data: the target's dims ``new`` (None when only its rank ``ndim`` is
     known) and the data's dtype, after checking the data broadcasts from them: aligned from
-    the right, each target dim equals the data's or is 1, and the target has no more dims."""
+    the right, each target dim provably equals the data's or is 1, and the target has no more
+    dims."""
     x = tensor_arg(call, 0)
     if new is None:
         return TensorStructInfo(None, x.dtype, ndim)
@@ -322,8 +323,17 @@ def _collapse_result(call: Call, new: Sequence[PrimExpr] | None, ndim: int) -> S
         problem = f"{len(new)} dimensions, the data only {x.ndim}"  # type: ignore[union-attr]
     elif old is not None:
         for a, b in zip(reversed(old), reversed(new)):
-            if not is_const_one(b) and dims_equal(a, b) is False:
+            equal = is_const_one(b) or dims_equal(a, b)
+            if equal is False:
                 problem = f"dimension {format_dim(a)} vs {format_dim(b)}"
+            elif equal is None:
+                # As TVM: the kernel reads data at the target's indices, so a symbolic dim must
+                # provably be the data's.
+                problem = (
+                    f"dimension {format_dim(a)} vs {format_dim(b)} are not provably equal; "
+                    "R.match_cast the data to the target's dims first"
+                )
+            if problem is not None:
                 break
     if problem is not None:
         raise fail(

@@ -51,6 +51,8 @@ def test_unknown_dims_keep_the_rank_and_unknown_data_is_not_checked():
         ((1, 3), (4, 3), "dimension 1 vs 4"),
         ((4, 3), (1, 4, 3), "3 dimensions, the data only 2"),
         ((n, 3), (n + 1, 3), "dimension n vs n + 1"),
+        ((n, 3), (m, 3), "dimension n vs m are not provably equal; R.match_cast"),
+        ((1, 3), (n, 3), "dimension 1 vs n are not provably equal"),
     ],
 )
 def test_a_shape_the_data_does_not_broadcast_from_names_both_shapes(data, target, why):
