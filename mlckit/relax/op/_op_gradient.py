@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from mlckit.errors import TransformError
 
 from ..expr import Call, Expr, Var, const
@@ -282,15 +284,23 @@ def _back_to_input_shape(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
     return [manipulate.reshape(grad, _shape(call.args[0]))] + [None] * (len(call.args) - 1)
 
 
-register_gradient("relax.reshape")(_back_to_input_shape)
-register_gradient("relax.flatten")(_back_to_input_shape)
-register_gradient("relax.nn.batch_flatten")(_back_to_input_shape)
+for _name in ("reshape", "flatten", "expand_dims", "squeeze", "nn.batch_flatten"):
+    register_gradient(f"relax.{_name}")(_back_to_input_shape)
 
 
 @register_gradient("relax.broadcast_to")
 def _broadcast_to(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
     # The partial has the output's shape; the pass sums it back to the input's.
     return [grad, None]
+
+
+def _collapse_sum(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    # The adjoint of summing down is repeating back up.
+    return [manipulate.broadcast_to(grad, _shape(call.args[0])), None]
+
+
+register_gradient("relax.collapse_sum_to")(_collapse_sum)
+register_gradient("relax.collapse_sum_like")(_collapse_sum)
 
 
 # ---------------------------------------------------------------------------- softmax
@@ -310,6 +320,80 @@ def _log_softmax(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
     # y = log_softmax(x): dx = grad - exp(y) * sum(grad, axis, keepdims).
     total = statistical.sum(grad, _softmax_axis(call), keepdims=True)
     return [binary.subtract(grad, binary.multiply(unary.exp(var), total))]
+
+
+# ----------------------------------------------------------------------------- losses
+def _along_class_axis(values: Expr, axis: int, shape: list[Any]) -> Expr:
+    """C values ``(C,)`` reshaped to lie along the class axis of a tensor of ``shape``."""
+    if len(shape) == 1:
+        return values
+    return manipulate.reshape(values, [d if a == axis else 1 for a, d in enumerate(shape)])
+
+
+@register_gradient("relax.nn.nll_loss")
+def _nll_loss(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    # Example i's loss is -w[t_i] * p[i, t_i]. ``chosen`` is 1 at (i, t_i) and 0 elsewhere
+    # (all 0 for an ignored example), ``picked = chosen * w``: dL/dp = -grad * picked, divided
+    # by W = sum(picked) for "mean".
+    predictions, targets = call.args[0], call.args[1]
+    weights = call.args[2] if len(call.args) > 2 else None
+    shape = _shape(predictions)
+    axis = 1 if len(shape) > 1 else 0
+    classes = const_int(shape[axis])
+    if classes is None:
+        raise TransformError("the gradient of relax.nn.nll_loss needs a known class count")
+    target_dtype = _sinfo(targets).dtype
+    # The targets and a per-example gradient get the class axis back, as 1.
+    one_class = [1 if a == axis else d for a, d in enumerate(shape)]
+    expanded = manipulate.reshape(targets, one_class) if len(shape) > 1 else targets
+    class_ids = _along_class_axis(const(np.arange(classes, dtype=target_dtype)), axis, shape)
+    ignored = binary.equal(expanded, const(call.attrs["ignore_index"], target_dtype))
+    hit = search.where(binary.equal(expanded, class_ids), _scalar(1.0, grad), _scalar(0.0, grad))
+    chosen = search.where(ignored, _scalar(0.0, grad), hit)
+    picked = (
+        chosen
+        if weights is None
+        else binary.multiply(chosen, _along_class_axis(weights, axis, shape))
+    )
+    reduction = call.attrs["reduction"]
+    if reduction == "none" and len(shape) > 1:
+        grad = manipulate.reshape(grad, one_class)
+    total = statistical.sum(picked) if reduction == "mean" else None
+    loss_grad = unary.negative(binary.multiply(grad, picked))
+    partials: list[Expr | None] = [
+        loss_grad if total is None else binary.divide(loss_grad, total),
+        None,
+    ]
+    if weights is not None:
+        # dL/dw_c = -sum of grad_i * p[i, c] over the examples of class c (S_c); for "mean",
+        # where L = S / W, (S_c - L * count_c) / W.
+        others = [a for a in range(len(shape)) if a != axis]
+
+        def per_class(x: Expr) -> Expr:
+            return statistical.sum(x, others) if others else x
+
+        summed = per_class(
+            unary.negative(binary.multiply(binary.multiply(chosen, grad), predictions))
+        )
+        if total is not None:
+            count = per_class(binary.multiply(chosen, grad))
+            summed = binary.divide(binary.subtract(summed, binary.multiply(var, count)), total)
+        partials.append(summed)
+    return partials
+
+
+@register_gradient("relax.nn.cross_entropy_with_logits")
+def _cross_entropy_with_logits(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    # L = -sum(labels * predictions) / N, N the batch (1 for one example (C,)).
+    predictions, labels = call.args
+    shape = _shape(predictions)
+    batch = const_int(shape[0]) if len(shape) > 1 else 1
+    if batch is None:
+        raise TransformError(
+            "the gradient of relax.nn.cross_entropy_with_logits needs a known batch size"
+        )
+    scale = binary.divide(unary.negative(grad), _scalar(float(batch), grad))
+    return [binary.multiply(scale, labels), binary.multiply(scale, predictions)]
 
 
 __all__ = ["GRADIENT_RULES", "GradientRule", "gradient_rule", "no_gradient", "register_gradient"]

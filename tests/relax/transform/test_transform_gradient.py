@@ -404,3 +404,118 @@ def test_every_op_without_a_rule_is_listed():
     assert "relax.nn.gelu (at lv1)" in message and "relax.max (at lv2)" in message
     assert "floor_divide" not in message and "main" in message
     assert isinstance(info.value, MLCError)
+
+
+# ----------------------------------------------------------------------- losses
+def _loss_function(build_loss, shapes, targets_sinfo):
+    """main(float params..., targets) -> build_loss(float params..., targets)."""
+    params = [relax.Var(f"p{i}", R.Tensor(shape, F32)) for i, shape in enumerate(shapes)]
+    targets = relax.Var("targets", targets_sinfo)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [*params, targets]):
+        with bb.dataflow():
+            gv = bb.emit_output(build_loss(*params, targets))
+        bb.emit_func_output(gv)
+    return bb.get(), params
+
+
+def _check_loss(build_loss, shapes, targets, **torch_check):
+    mod, params = _loss_function(build_loss, shapes, R.Tensor(targets.shape, str(targets.dtype)))
+    inputs = _random(*shapes, seed=8)
+    _, vm, _, grads = _gradients(mod, [*inputs, targets], require_grads=params)
+
+    def main(*floats):
+        return vm["main"](*floats, targets).numpy()
+
+    check_numerical_grads(main, inputs, grads)
+    return inputs, grads
+
+
+def test_three_layer_mlp_with_nll_loss_equals_numerical_and_torch():
+    batch, sizes = 5, (8, 6, 5, 4)
+    x = relax.Var("x", R.Tensor((batch, sizes[0]), F32))
+    labels = relax.Var("labels", R.Tensor((batch,), "int64"))
+    params = []
+    for i, (n_in, n_out) in enumerate(itertools.pairwise(sizes)):
+        params += [
+            relax.Var(f"w{i}", R.Tensor((n_in, n_out), F32)),
+            relax.Var(f"b{i}", R.Tensor((n_out,), F32)),
+        ]
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, *params, labels]):
+        with bb.dataflow():
+            h = x
+            for i in range(0, len(params), 2):
+                h = bb.emit(relax.op.add(relax.op.matmul(h, params[i]), params[i + 1]))
+                if i + 2 < len(params):
+                    h = bb.emit(relax.op.nn.relu(h))
+            logp = bb.emit(relax.op.nn.log_softmax(h))
+            gv = bb.emit_output(relax.op.nn.nll_loss(logp, labels))
+        bb.emit_func_output(gv)
+    shapes = [(batch, sizes[0])] + [s for a, b in itertools.pairwise(sizes) for s in ((a, b), (b,))]
+    inputs = _random(*shapes, seed=9)
+    targets = np.array([0, 3, 1, 3, 2], dtype="int64")
+    _, vm, value, grads = _gradients(bb.get(), [*inputs, targets], require_grads=[x, *params])
+    check_numerical_grads(lambda *a: vm["main"](*a, targets).numpy(), inputs, grads)
+
+    tensors = [torch.tensor(a, requires_grad=True) for a in inputs]
+    h = tensors[0]
+    for i in range(1, len(tensors), 2):
+        h = h @ tensors[i] + tensors[i + 1]
+        if i + 2 < len(tensors):
+            h = torch.relu(h)
+    loss = torch.nn.functional.nll_loss(torch.log_softmax(h, -1), torch.tensor(targets))
+    loss.backward()
+    np.testing.assert_allclose(value.numpy(), loss.item(), rtol=1e-5)
+    for grad, t in zip(grads, tensors):
+        np.testing.assert_allclose(grad, t.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+NLL_CASES = {
+    "mean": ((5, 4), np.array([0, 3, 1, 3, 2]), {}),
+    "sum ignore_index": (
+        (5, 4),
+        np.array([0, 3, 1, 3, 2]),
+        {"reduction": "sum", "ignore_index": 3},
+    ),
+    "none": ((5, 4), np.array([0, 3, 1, 3, 2]), {"reduction": "none"}),
+    "spatial": ((2, 3, 4), np.array([[0, 2, 1, 1], [2, 2, 0, 1]]), {}),
+    "one example": ((4,), np.array(2), {}),
+}
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("case", NLL_CASES)
+def test_nll_loss_gradients_equal_torch(case, weighted):
+    shape, targets, attrs = NLL_CASES[case]
+    classes = shape[1] if len(shape) > 1 else shape[0]
+    shapes = [shape, (classes,)] if weighted else [shape]
+
+    def build(*args):
+        *floats, labels = args
+        pred = relax.op.nn.log_softmax(floats[0], axis=1 if len(shape) > 1 else 0)
+        weights = relax.op.exp(floats[1]) if weighted else None  # positive weights
+        loss = relax.op.nn.nll_loss(pred, labels, weights, **attrs)
+        if attrs.get("reduction") == "none":
+            loss = relax.op.sum(relax.op.multiply(loss, loss))
+        return loss
+
+    inputs, grads = _check_loss(build, shapes, targets.astype("int64"))
+    # torch does not differentiate nll_loss in its weights (checked numerically above).
+    logits = torch.tensor(inputs[0], requires_grad=True)
+    pred = torch.log_softmax(logits, dim=1 if len(shape) > 1 else 0)
+    weight = torch.exp(torch.tensor(inputs[1])) if weighted else None
+    loss = torch.nn.functional.nll_loss(pred, torch.tensor(targets), weight, **attrs)
+    (loss.pow(2).sum() if attrs.get("reduction") == "none" else loss).backward()
+    np.testing.assert_allclose(grads[0], logits.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_cross_entropy_with_logits():
+    labels = np.eye(4, dtype=F32)[[1, 0, 3]]
+    _check_loss(
+        lambda p, q, _: relax.op.nn.cross_entropy_with_logits(
+            relax.op.nn.log_softmax(p), relax.op.nn.softmax(q)
+        ),
+        [(3, 4), (3, 4)],
+        labels,
+    )
