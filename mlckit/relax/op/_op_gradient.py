@@ -322,6 +322,40 @@ def _log_softmax(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
     return [binary.subtract(grad, binary.multiply(unary.exp(var), total))]
 
 
+@register_gradient("relax.nn.layer_norm")
+def _layer_norm(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    # With x_hat = (x - mean) / sqrt(var + eps) over ``axes`` (n elements) and g = grad * gamma:
+    # dx = (g - mean(g) - x_hat * mean(g * x_hat)) / sqrt(var + eps), d gamma = sum(grad * x_hat)
+    # and d beta = sum(grad) over the other axes.
+    data, gamma, beta = call.args
+    shape = _shape(data)
+    axes = sorted(a % len(shape) for a in call.attrs["axes"])
+    others = [a for a in range(len(shape)) if a not in axes]
+    normalized_shape = [d if a in axes else 1 for a, d in enumerate(shape)]
+
+    def mean(x: Expr) -> Expr:
+        return statistical.mean(x, axes, keepdims=True)
+
+    def over_others(x: Expr, like: Expr) -> Expr:
+        summed = statistical.sum(x, others) if others else x
+        return manipulate.reshape(summed, _shape(like))
+
+    centered = binary.subtract(data, mean(data))
+    variance = mean(binary.multiply(centered, centered))
+    eps = _scalar(call.attrs["epsilon"], data)
+    inv_std = binary.divide(_scalar(1.0, data), unary.sqrt(binary.add(variance, eps)))
+    x_hat = binary.multiply(centered, inv_std)
+    g = grad
+    if call.attrs["scale"]:
+        g = binary.multiply(grad, manipulate.reshape(gamma, normalized_shape))
+    correction = binary.add(mean(g), binary.multiply(x_hat, mean(binary.multiply(g, x_hat))))
+    return [
+        binary.multiply(binary.subtract(g, correction), inv_std),
+        over_others(binary.multiply(grad, x_hat), gamma) if call.attrs["scale"] else None,
+        over_others(grad, beta) if call.attrs["center"] else None,
+    ]
+
+
 # ----------------------------------------------------------------------------- losses
 def _along_class_axis(values: Expr, axis: int, shape: list[Any]) -> Expr:
     """C values ``(C,)`` reshaped to lie along the class axis of a tensor of ``shape``."""

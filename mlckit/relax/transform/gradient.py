@@ -54,6 +54,7 @@ from ..expr import (
 )
 from ..expr_functor import ExprMutator
 from ..op._op_gradient import gradient_rule
+from ..op._registry import op_name
 from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from ..utils import dims_equal, format_struct_info
 
@@ -176,11 +177,8 @@ class _AdjointBuilder:
         missing = []
         for binding in self.block.bindings:
             value = binding.value  # type: ignore[attr-defined]
-            if binding.var in needed and isinstance(value, Call):
-                op = value.op
-                if not isinstance(op, Op) or gradient_rule(op.name) is None:
-                    callee = op.name if isinstance(op, Op) else op.name_hint
-                    missing.append(f"{callee} (at {binding.var.name_hint})")
+            if binding.var in needed and isinstance(value, Call) and not _has_rule(value):
+                missing.append(f"{op_name(value)} (at {binding.var.name_hint})")
         if missing:
             raise self.fail(
                 f"the target {self.target.name_hint} of {self.name} depends on calls without "
@@ -289,6 +287,10 @@ class _AdjointBuilder:
         if adjoint is None:  # the target does not depend on it
             adjoint = self.bb.emit(_zeros(new.struct_info_), f"{var.name_hint}_adjoint")
         return self.bb.emit_output(adjoint, f"{var.name_hint}_adjoint_out")
+
+
+def _has_rule(call: Call) -> bool:
+    return isinstance(call.op, Op) and gradient_rule(call.op.name) is not None
 
 
 def _zeros(sinfo: StructInfo | None) -> Expr:

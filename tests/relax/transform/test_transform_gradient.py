@@ -227,6 +227,16 @@ ELEMENTWISE_CASES = {
     "permute_dims": (lambda x: relax.op.matmul(x, relax.op.permute_dims(x)), [(2, 3)], None),
     "broadcast_to": (lambda x: relax.op.exp(relax.op.broadcast_to(x, (4, 2, 3))), [(2, 3)], None),
     "sum axis": (lambda x: relax.op.exp(relax.op.sum(x, axis=[1])), [(2, 3)], None),
+    "layer_norm": (
+        lambda x, g, b: relax.op.nn.layer_norm(x, g, b, axes=[-1]),
+        [(2, 3), (3,), (3,)],
+        None,
+    ),
+    "layer_norm axes 0 unscaled": (
+        lambda x, g, b: relax.op.nn.layer_norm(x, g, b, axes=[0], scale=False),
+        [(4, 3), (4,), (4,)],
+        None,
+    ),
     "mean keepdims": (
         lambda x: relax.op.exp(relax.op.mean(x, axis=[0], keepdims=True)),
         [(2, 3)],
@@ -519,3 +529,50 @@ def test_cross_entropy_with_logits():
         [(3, 4), (3, 4)],
         labels,
     )
+
+
+# ------------------------------------------------------- the program, as TVM prints it
+def test_multiple_uses_accumulate_as_in_tvm():
+    @I.ir_module
+    class Before:
+        @R.function
+        def main(x: R.Tensor((3, 3), "float32")):
+            with R.dataflow():
+                lv1 = R.add(x, x)
+                lv2 = R.add(lv1, x)
+                gv = R.sum(lv2)
+                R.output(gv)
+            return gv
+
+    @I.ir_module
+    class Expected:
+        @R.function
+        def main_adjoint(
+            x: R.Tensor((3, 3), "float32"),
+        ) -> R.Tuple(R.Tensor((), "float32"), R.Tuple(R.Tensor((3, 3), "float32"))):
+            with R.dataflow():
+                lv1: R.Tensor((3, 3), "float32") = R.add(x, x)
+                lv2: R.Tensor((3, 3), "float32") = R.add(lv1, x)
+                gv: R.Tensor((), "float32") = R.sum(lv2, axis=None, keepdims=False)
+                gv_adjoint: R.Tensor((), "float32") = R.ones(R.shape([]), "float32")
+                lv2_adjoint: R.Tensor((3, 3), "float32") = R.broadcast_to(
+                    gv_adjoint, R.shape([3, 3])
+                )
+                lv1_adjoint: R.Tensor((3, 3), "float32") = lv2_adjoint
+                x_adjoint: R.Tensor((3, 3), "float32") = lv2_adjoint
+                x_adjoint1: R.Tensor((3, 3), "float32") = R.add(x_adjoint, lv1_adjoint)
+                x_adjoint2: R.Tensor((3, 3), "float32") = R.add(x_adjoint1, lv1_adjoint)
+                x_adjoint_out: R.Tensor((3, 3), "float32") = x_adjoint2
+                R.output(gv, x_adjoint_out)
+            return (gv, (x_adjoint_out,))
+
+        @R.function
+        def main(x: R.Tensor((3, 3), "float32")) -> R.Tensor((), "float32"):
+            with R.dataflow():
+                lv1: R.Tensor((3, 3), "float32") = R.add(x, x)
+                lv2: R.Tensor((3, 3), "float32") = R.add(lv1, x)
+                gv: R.Tensor((), "float32") = R.sum(lv2, axis=None, keepdims=False)
+                R.output(gv)
+            return gv
+
+    assert_structural_equal(relax.transform.Gradient("main")(Before), Expected)
