@@ -22,6 +22,7 @@ from .utils import (
     prod,
     same_dim,
     shape_text,
+    split_bounds,
 )
 
 
@@ -193,6 +194,33 @@ def concatenate(a_tuple: Sequence[te.Tensor], axis: int | None = 0) -> te.Tensor
     return te.compute(
         out_shape, body, name="T_concat", tag="injective", varargs_names=axis_names(first.ndim)
     )
+
+
+def split(
+    ary: te.Tensor, indices_or_sections: int | Sequence[int], axis: int = 0
+) -> list[te.Tensor]:
+    """``ary`` cut along ``axis`` into ``k`` parts of ``ceil(size / k)`` elements (the last
+    takes what remains), or at the positions ``indices_or_sections``, as numpy's ``split``:
+    one block ``T_split`` (``T_split_1``, ...) per part."""
+    axis = normalize_axis(axis, ary.ndim, "topi.split")
+
+    def part(start: PrimExpr, size: PrimExpr, name: str) -> te.Tensor:
+        def body(*indices: PrimExpr) -> PrimExpr:
+            index = list(indices)
+            index[axis] = index[axis] + start
+            return ary[tuple(index)]
+
+        shape = list(ary.shape)
+        shape[axis] = size
+        return te.compute(
+            shape, body, name=name, tag="injective", varargs_names=axis_names(ary.ndim)
+        )
+
+    bounds = split_bounds(ary.shape[axis], indices_or_sections)
+    return [
+        part(start, size, "T_split" if i == 0 else f"T_split_{i}")
+        for i, (start, size) in enumerate(bounds)
+    ]
 
 
 def take(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -96,3 +97,42 @@ def as_float(value: PrimExpr, dtype: str) -> PrimExpr:
 def get_const_tuple(shape: Sequence[Any]) -> tuple[Any, ...]:
     """Dims as Python ints where they are constants (symbolic dims stay PrimExprs)."""
     return tuple(d.value if isinstance(d, IntImm) else d for d in shape)
+
+
+def split_bounds(dim: PrimExpr, indices_or_sections: int | Sequence[int]) -> list[tuple[Any, Any]]:
+    """The ``(start, size)`` of each part when a dimension of size ``dim`` is split, shared by
+    ``topi.split`` and the struct info of ``relax.split`` so that both give the same shapes.
+
+    ``k`` sections have ``ceil(dim / k)`` elements each, the last what remains: 10 in 3 gives
+    4, 4, 2. Indices ``[2, 5]`` cut before elements 2 and 5: 10 gives 2, 3, 5. With a constant
+    ``dim`` the cuts are clamped to it, as numpy clamps slices (an empty part has size 0); a
+    symbolic ``dim`` is taken to be at least the largest index.
+    """
+    if isinstance(indices_or_sections, int):
+        sections = indices_or_sections
+        if sections <= 0:
+            raise StructInfoError(
+                f"split: the number of sections must be positive, got {indices_or_sections}"
+            )
+        seg = arith.simplify((dim + (sections - 1)) // sections)
+        cuts: list[Any] = [arith.simplify(seg * i) for i in range(1, sections)]
+    else:
+        cuts = [int(i) for i in indices_or_sections]
+    edges = [0, *cuts, dim]
+    size = dim.value if isinstance(dim, IntImm) else None
+    if size is not None:
+        values = [min(max(int(arith.simplify(_int64(e)).value), 0), size) for e in edges]
+        # A cut before an earlier one leaves an empty part, as numpy's a[5:2].
+        return [
+            (const(lo, "int64"), const(max(hi - lo, 0), "int64"))
+            for lo, hi in itertools.pairwise(values)
+        ]
+    return [
+        (_int64(lo), arith.simplify(_int64(hi) - _int64(lo)))
+        for lo, hi in itertools.pairwise(edges)
+    ]
+
+
+def _int64(value: Any) -> PrimExpr:
+    """A dim as an int64 PrimExpr (shapes are int64; a Python int would convert to int32)."""
+    return const(value, "int64") if isinstance(value, int) else value

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from topi_helpers import placeholders, random, run
 
-from mlckit import topi
+import mlckit
+from mlckit import te, tir, topi
 from mlckit.errors import StructInfoError
 
 
@@ -37,3 +38,29 @@ def test_bad_axes():
         topi.squeeze(a, 1)
     with pytest.raises(StructInfoError, match="repeats an axis"):
         topi.expand_dims(a, [0, -5])
+
+
+@pytest.mark.parametrize(
+    ("parts", "axis", "cuts"),
+    [(3, 0, [4, 8]), (2, 1, [3]), ([2, 5], 0, [2, 5]), ([4, 2, 12], 0, [4, 2, 12]), (1, 0, [])],
+)
+def test_split_matches_numpy(parts, axis, cuts):
+    a = random((10, 6))
+    inputs = placeholders([a])
+    outs = topi.split(inputs[0], parts, axis)
+    func = te.create_prim_func([*inputs, *outs])
+    got = [np.zeros([int(d) for d in o.shape], "float32") for o in outs]
+    mlckit.build(func, "python")["main"](a, *got)
+    want = np.split(a, cuts, axis=axis)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_split_sizes_along_a_symbolic_axis():
+    n = tir.Var("n", "int64")
+    first, last = topi.split(te.placeholder((n, 3), name="A"), 2)
+    assert first.shape[0].script() == "(n + T.int64(1)) // T.int64(2)"
+    assert last.shape[0].script() == "n - (n + T.int64(1)) // T.int64(2)"
+    with pytest.raises(StructInfoError, match="sections must be positive"):
+        topi.split(te.placeholder((n, 3), name="A"), 0)

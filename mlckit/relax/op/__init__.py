@@ -37,6 +37,7 @@ from .manipulate import (
     flatten,
     permute_dims,
     reshape,
+    split,
     squeeze,
     take,
 )
@@ -97,6 +98,7 @@ __all__ = [
     "relu",
     "reshape",
     "sigmoid",
+    "split",
     "sqrt",
     "squeeze",
     "subtract",

@@ -1,6 +1,7 @@
 """Shape manipulation: ``relax.permute_dims`` (attr ``axes``), ``relax.reshape``,
 ``relax.flatten``, ``relax.expand_dims`` and ``relax.squeeze`` (attr ``axis``: the size-1
-axes added or removed), ``relax.concat`` (attr ``axis``), ``relax.broadcast_to``, its inverse in
+axes added or removed), ``relax.concat`` (attr ``axis``) and its inverse ``relax.split`` (attrs
+``indices_or_sections``, ``axis``; a tuple of tensors), ``relax.broadcast_to``, its inverse in
 gradients ``relax.collapse_sum_to`` / ``relax.collapse_sum_like``, and the gather
 ``relax.take`` (attrs ``axis``, ``mode``).
 
@@ -22,6 +23,7 @@ from mlckit.arith import simplify
 from mlckit.errors import StructInfoError
 from mlckit.ir.dtype import is_int
 from mlckit.tir.expr import FloorDiv, IntImm, PrimExpr
+from mlckit.topi.utils import split_bounds
 
 from ..expr import Call, Expr, Tuple, Var, convert_to_expr
 from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
@@ -277,6 +279,28 @@ def _infer_concat(call: Call, ctx: Any) -> StructInfo:
     return TensorStructInfo(out, dtype)
 
 
+def _infer_split(call: Call, ctx: Any) -> StructInfo:
+    x = tensor_arg(call, 0)
+    parts = call.attrs["indices_or_sections"]  # type: ignore[index]
+    count = parts if isinstance(parts, int) else len(parts) + 1
+    if count <= 0:
+        raise fail(call, f"the number of sections must be positive, got {parts}")
+    ndim, values = x.ndim, x.shape_values  # type: ignore[union-attr]
+    axis = call.attrs["axis"]  # type: ignore[index]
+    if ndim >= 0:
+        axis = normalize_axis(call, axis, ndim)
+    if count == 1:
+        return TupleStructInfo([x])
+    if values is None:
+        return TupleStructInfo([TensorStructInfo(None, x.dtype, ndim)] * count)
+    fields = []
+    for _, size in split_bounds(values[axis], parts):
+        shape = list(values)
+        shape[axis] = size
+        fields.append(TensorStructInfo(shape, x.dtype))
+    return TupleStructInfo(fields)
+
+
 def _sum(dims: Any) -> PrimExpr:
     total: PrimExpr = IntImm("int64", 0)
     for d in dims:
@@ -396,6 +420,7 @@ register("relax.flatten", _infer_flatten, ("x",))
 register("relax.expand_dims", _infer_expand_dims, ("x",), ("axis",))
 register("relax.squeeze", _infer_squeeze, ("x",), ("axis",))
 register("relax.concat", _infer_concat, ("tensors",), ("axis",))
+register("relax.split", _infer_split, ("x",), ("indices_or_sections", "axis"))
 register("relax.broadcast_to", _infer_broadcast_to, ("x", "shape"))
 register("relax.collapse_sum_to", _infer_collapse_sum_to, ("data", "shape"))
 register("relax.collapse_sum_like", _infer_collapse_sum_like, ("data", "collapse_target"))
@@ -449,6 +474,24 @@ def concat(tensors: Expr | Sequence[Expr], axis: int | None = 0) -> Call:
     ``axis=None`` the tensors are flattened first."""
     attr = int_attr(axis, "axis", "relax.concat")
     return make_call("relax.concat", [convert_to_expr(tensors)], {"axis": attr})
+
+
+def split(x: Expr | Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> Call:
+    """``relax.split(x, indices_or_sections, axis=0)``: a tuple of the parts of ``x`` along
+    ``axis``, numpy's ``split``: an int ``k`` gives ``k`` parts of ``ceil(size / k)`` elements,
+    the last taking what remains (10 in 3: 4, 4, 2); a list of indices cuts before each
+    (``[2, 5]`` of 10: 2, 3, 5). ``concat`` of the parts along ``axis`` gives ``x`` back.
+    """
+    if isinstance(indices_or_sections, int) and not isinstance(indices_or_sections, bool):
+        if indices_or_sections <= 0:
+            raise StructInfoError(
+                f"relax.split: the number of sections must be positive, got {indices_or_sections}"
+            )
+        parts: int | list[int] = indices_or_sections
+    else:
+        parts = int_list(indices_or_sections, "indices_or_sections", "relax.split")  # type: ignore[assignment]
+    attrs = {"indices_or_sections": parts, "axis": int_attr(axis, "axis", "relax.split")}
+    return make_call("relax.split", [x], attrs)
 
 
 def broadcast_to(x: Expr | Any, shape: Any) -> Call:
@@ -506,6 +549,7 @@ __all__ = [
     "permute_dims",
     "reshape",
     "shape_product",
+    "split",
     "squeeze",
     "take",
 ]

@@ -1,4 +1,4 @@
-"""Struct info of flatten, concat, broadcast_to, expand_dims and squeeze (and reshape/permute_dims
+"""Struct info of flatten, concat, split, broadcast_to, expand_dims and squeeze (and reshape/permute_dims
 edge cases)."""
 
 import pytest
@@ -6,6 +6,7 @@ from op_helpers import assert_rank_only, assert_tensor, infer, m, n, raises, var
 
 import mlckit
 from mlckit import relax, tir
+from mlckit.errors import StructInfoError
 from mlckit.script import from_source
 
 op = relax.op
@@ -137,4 +138,56 @@ def test_expand_dims_and_squeeze_round_trip_through_tvmscript():
     text = mod.script()
     assert "R.expand_dims(x, axis=[0, -1])" in text and "R.squeeze(lv, axis=[0])" in text, text
     assert "axis=None" in text, text
+    mlckit.ir.assert_structural_equal(from_source(text), mod)
+
+
+@pytest.mark.parametrize(
+    ("parts", "axis", "sizes"),
+    [
+        (3, 1, [4, 4, 2]),
+        (2, -1, [5, 5]),
+        ([2, 5], 1, [2, 3, 5]),
+        ([4, 2, 12], 1, [4, 0, 8, 0]),  # numpy's slices: a cut before an earlier one is empty
+        (1, 1, [10]),
+        ([], 1, [10]),
+    ],
+)
+def test_split_gives_a_tuple_of_parts(parts, axis, sizes):
+    out = infer(op.split(var("x", (n, 10)), parts, axis))
+    assert isinstance(out, relax.TupleStructInfo) and len(out.fields) == len(sizes)
+    for field, size in zip(out.fields, sizes):
+        assert_tensor(field, (n, size))
+
+
+def test_split_along_a_symbolic_axis_and_unknown_shapes():
+    first, last = infer(op.split(var("x", (n, 3)), 2)).fields
+    assert_tensor(first, ((n + 1) // 2, 3))
+    assert_tensor(last, (n - (n + 1) // 2, 3))
+    head, tail = infer(op.split(var("x", (n, 3)), [2])).fields
+    assert_tensor(head, (2, 3)) and assert_tensor(tail, (n - 2, 3))
+    unknown = relax.Var("u", relax.TensorStructInfo(None, "float32", 2))
+    for field in infer(op.split(unknown, 3, axis=1)).fields:
+        assert_rank_only(field, 2)
+
+
+def test_split_errors():
+    x = var("x", (4, 6))
+    raises(op.split(x, 2, axis=2), "relax.split", "axis 2 is out of range", "(4, 6)")
+    with pytest.raises(StructInfoError, match="number of sections must be positive, got 0"):
+        op.split(x, 0)
+    with pytest.raises(StructInfoError, match="indices_or_sections must be a list of integers"):
+        op.split(x, [1.5])
+
+
+def test_split_round_trips_through_tvmscript():
+    x = var("x", (n, 10))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            parts = bb.emit(op.split(x, [2, 5], axis=-1))
+            gv = bb.emit_output(op.concat(parts, axis=1))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    text = mod.script()
+    assert "R.split(x, indices_or_sections=[2, 5], axis=-1)" in text, text
     mlckit.ir.assert_structural_equal(from_source(text), mod)

@@ -36,7 +36,7 @@ class Case:
 
     inputs: list[np.ndarray]
     build: Callable[..., relax.Expr]
-    expected: np.ndarray
+    expected: np.ndarray | list[np.ndarray]
     batch: Sequence[int] = (0,)
     rtol: float = 1e-5
     atol: float = 1e-5
@@ -88,10 +88,16 @@ def run_case(case: Case, symbolic: bool) -> None:
     assert high_level_calls(after) == []
     mlckit.ir.assert_structural_equal(after["main"].ret_struct_info, mod["main"].ret_struct_info)
     vm = relax.VirtualMachine(relax.build(after, "python"))
-    got = vm["main"](*case.inputs).numpy()
-    assert got.shape == case.expected.shape
-    assert got.dtype == case.expected.dtype
-    np.testing.assert_allclose(got, case.expected, rtol=case.rtol, atol=case.atol)
+    result = vm["main"](*case.inputs)
+    # A list of expected arrays: the op returns a tuple (split).
+    pairs = (
+        zip(result, case.expected) if isinstance(case.expected, list) else [(result, case.expected)]
+    )
+    for got, expected in pairs:
+        got = got.numpy()
+        assert got.shape == expected.shape
+        assert got.dtype == expected.dtype
+        np.testing.assert_allclose(got, expected, rtol=case.rtol, atol=case.atol)
 
 
 def rand(rng: np.random.Generator, shape: Sequence[int], dtype: str = "float32") -> np.ndarray:
@@ -437,6 +443,24 @@ def _concat(name: str, draw: Draw, rng: np.random.Generator) -> Case:
         expected = np.concatenate([a, b], axis=axis)
     batch = (0, 1) if axis in (1, -1) else (0,)
     return Case([a, b], lambda x, y: op.concat((x, y), axis=axis), expected, batch=batch)
+
+
+@case("split")
+def _split(name: str, draw: Draw, rng: np.random.Generator) -> Case:
+    x = rand(rng, (draw(dims), draw(st.integers(1, 7))))
+    axis = draw(st.sampled_from([0, 1, -1]))
+    size = x.shape[axis]
+    if draw(st.booleans()):
+        parts: Any = draw(st.integers(1, 3))
+        # ceil(size / k) per part, the last what remains (numpy's array_split differs).
+        seg = -(-size // parts)
+        cuts = [min(seg * i, size) for i in range(1, parts)]
+    else:
+        parts = cuts = sorted(draw(st.lists(st.integers(0, 8), max_size=3)))
+    expected = np.split(x, cuts, axis=axis) if cuts else [x]
+    # Along the symbolic axis only sections keep the shapes provable; indices need n >= cut.
+    batch = (0,) if axis != 0 or isinstance(parts, int) else ()
+    return Case([x], lambda v: op.split(v, parts, axis), expected, batch=batch)
 
 
 @case("broadcast_to")

@@ -4,7 +4,8 @@ Each row maps an op name to a :class:`~.common.Lowering` (the topi function, the
 its arguments comes from: ``ARGS`` the call's arguments, ``attr("axis")`` an attribute,
 ``OUT_SHAPE``/``OUT_DTYPE`` the inferred result, or a literal), or to a named function for
 the few ops whose lowering needs a decision of its own (``relax.nn.batch_norm``,
-``relax.nn.conv2d``). Importing the module registers every row as its op's ``FLegalize``.
+``relax.nn.conv2d``, ``relax.split``). Importing the module registers every row as its op's
+``FLegalize``.
 """
 
 from __future__ import annotations
@@ -73,6 +74,15 @@ def _batch_norm(bb: BlockBuilder, call: Call) -> Expr:
             "moving statistics) is supported"
         )
     return Tuple([_NORMALIZE(bb, call), call.args[3], call.args[4]])
+
+
+_SPLIT = Lowering(topi.split, (ARGS, attr("indices_or_sections"), attr("axis")))
+
+
+def _split(bb: BlockBuilder, call: Call) -> Expr:
+    """The parts' tuple; a call_tir with one output is that tensor, so one part is wrapped."""
+    parts = _SPLIT(bb, call)
+    return parts if len(call.struct_info.fields) > 1 else Tuple([parts])  # type: ignore[attr-defined]
 
 
 _WINDOW = (attr("strides"), attr("padding"), attr("dilation"))
@@ -157,6 +167,7 @@ LEGALIZATIONS: dict[str, LegalizeFunc] = {
     "relax.permute_dims": Lowering(topi.transpose, (ARGS, attr("axes"))),
     "relax.broadcast_to": Lowering(topi.broadcast_to, (DATA, OUT_SHAPE)),
     "relax.concat": Lowering(topi.concatenate, (ARGS, attr("axis"))),
+    "relax.split": _split,
     # axis=None only passes inference for a 1-D x, which topi's flattening leaves as it is.
     "relax.take": Lowering(topi.take, (ARGS, attr("axis"), attr("mode"))),
     "relax.nn.batch_flatten": Lowering(topi.nn.flatten),
