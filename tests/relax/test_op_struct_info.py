@@ -121,6 +121,7 @@ def test_unary_ops_keep_struct_info():
         relax.op.negative,
         relax.op.nn.relu,
         relax.op.nn.gelu,
+        relax.op.erf,
     ):
         assert_tensor(infer(ctor(x)), (n, 10))
     assert_tensor(infer(relax.op.nn.softmax(x, axis=1)), (n, 10))
@@ -279,6 +280,7 @@ def test_dense_reduction_mismatch():
 
 def test_float_only_ops_reject_integers():
     _raises(relax.op.exp(var("i", (3,), "int32")), "relax.exp", "(3,)", "int32")
+    _raises(relax.op.erf(var("i", (3,), "int32")), "relax.erf", "floating-point", "int32")
 
 
 def test_reshape_must_keep_element_count():

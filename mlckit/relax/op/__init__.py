@@ -46,7 +46,7 @@ from .nn import relu
 from .search import argmax, where
 from .statistical import max, mean, min, sum
 from .ternary import ewise_fma
-from .unary import abs, exp, log, negative, sigmoid, sqrt, tanh
+from .unary import abs, erf, exp, log, negative, sigmoid, sqrt, tanh
 
 register_operators(
     add=add, subtract=subtract, multiply=multiply, divide=divide, matmul=matmul, negative=negative
@@ -69,6 +69,7 @@ __all__ = [
     "dense",
     "divide",
     "equal",
+    "erf",
     "ewise_fma",
     "exp",
     "expand_dims",

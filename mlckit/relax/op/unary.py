@@ -52,5 +52,8 @@ log = unary("relax.log", float_only=True)
 sqrt = unary("relax.sqrt", float_only=True)
 sigmoid = unary("relax.sigmoid", float_only=True)
 tanh = unary("relax.tanh", float_only=True)
+# The Gauss error function, 2 / sqrt(pi) * integral of exp(-t^2) from 0 to x: exact GELU is
+# x * (1 + erf(x / sqrt(2))) / 2, and its gradient needs erf itself.
+erf = unary("relax.erf", float_only=True)
 
-__all__ = ["abs", "exp", "log", "negative", "sigmoid", "sqrt", "tanh"]
+__all__ = ["abs", "erf", "exp", "log", "negative", "sigmoid", "sqrt", "tanh"]

@@ -38,7 +38,16 @@ def _every_op_module() -> mlckit.IRModule:
             )
             d = bb.emit(op.nn.dense(ln, op.ones((10, 64), "float32")))
             s = bb.emit(op.ewise_fma(d, lin, d))
-            for unary in (op.exp, op.log, op.sqrt, op.tanh, op.sigmoid, op.negative, op.abs):
+            for unary in (
+                op.exp,
+                op.log,
+                op.sqrt,
+                op.tanh,
+                op.sigmoid,
+                op.negative,
+                op.abs,
+                op.erf,
+            ):
                 bb.emit(unary(s))
             for act in (op.nn.relu, op.nn.gelu, op.nn.silu):
                 bb.emit(act(s))

@@ -173,6 +173,7 @@ _UNARY: dict[str, tuple[Callable, Callable, bool]] = {
     "nn.relu": (op.nn.relu, lambda x: np.maximum(x, 0), False),
     "nn.gelu": (op.nn.gelu, _gelu, False),
     "nn.silu": (op.nn.silu, lambda x: x * _sigmoid(x), False),
+    "erf": (op.erf, np.vectorize(math.erf, otypes=["float32"]), False),
 }
 
 

@@ -136,6 +136,7 @@ LEGALIZATIONS: dict[str, LegalizeFunc] = {
     "relax.sqrt": Lowering(topi.sqrt),
     "relax.sigmoid": Lowering(topi.sigmoid),
     "relax.tanh": Lowering(topi.tanh),
+    "relax.erf": Lowering(topi.erf),
     "relax.nn.relu": Lowering(topi.nn.relu),
     "relax.nn.gelu": Lowering(topi.nn.gelu),
     "relax.nn.silu": Lowering(topi.nn.silu),
