@@ -33,7 +33,7 @@ from mlckit.errors import TransformError
 from ..expr import Call, Expr, Var, const
 from ..struct_info import TensorStructInfo
 from ..utils import const_int
-from . import binary, datatype, linear_algebra, manipulate, search, statistical, unary
+from . import binary, datatype, linear_algebra, manipulate, search, spatial, statistical, unary
 
 GradientRule = Callable[[Var, Call, Expr], Sequence[Expr | None]]
 
@@ -75,9 +75,10 @@ def _scalar(value: float, like: Expr) -> Expr:
     return const(value, _sinfo(like).dtype)
 
 
-def _zero_where_not(condition: Expr, grad: Expr) -> Expr:
-    """``grad`` where ``condition`` holds, else 0."""
-    return search.where(condition, grad, _scalar(0.0, grad))
+def _zero_where_not(condition: Expr, grad: Expr, like: Expr | None = None) -> Expr:
+    """``grad`` where ``condition`` holds, else a 0 of ``like``'s dtype (``grad``'s when
+    normalized)."""
+    return search.where(condition, grad, _scalar(0.0, grad if like is None else like))
 
 
 def _label(expr: Expr) -> str:
@@ -354,6 +355,104 @@ def _layer_norm(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
         over_others(binary.multiply(grad, x_hat), gamma) if call.attrs["scale"] else None,
         over_others(grad, beta) if call.attrs["center"] else None,
     ]
+
+
+# ---------------------------------------------------------------- convolution, pooling
+def _require(condition: bool, op: str, what: str) -> None:
+    if not condition:
+        raise TransformError(f"the gradient of {op} supports {what} so far")
+
+
+def _static_shape(expr: Expr, op: str) -> list[int]:
+    dims = [const_int(d) for d in _shape(expr)]
+    _require(None not in dims, op, "static shapes")
+    return dims  # type: ignore[return-value]
+
+
+def _flip_hw(weight: Expr, height: int, width: int) -> Expr:
+    """The kernel turned by 180 degrees: its last two axes reversed (a take of n-1, ..., 0)."""
+    for axis, extent in ((2, height), (3, width)):
+        weight = manipulate.take(weight, const(np.arange(extent - 1, -1, -1, dtype="int64")), axis)
+    return weight
+
+
+@register_gradient("relax.nn.conv2d")
+def _conv2d(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    # out[h] = sum_k x_pad[h + k] * w[k] (stride 1). Its adjoints are convolutions again:
+    # dx = grad (padded by k - 1 - p) convolved with the turned kernel, channels swapped;
+    # dw = x (padded by p) convolved with grad, batch and channels swapped on both.
+    op, attrs = "relax.nn.conv2d", call.attrs
+    data, weight = call.args
+    _require(
+        attrs["strides"] == [1, 1] and attrs["dilation"] == [1, 1] and attrs["groups"] == 1,
+        op,
+        "strides 1, dilation 1 and groups 1",
+    )
+    _require(
+        (attrs["data_layout"], attrs["kernel_layout"], attrs["out_layout"])
+        == ("NCHW", "OIHW", "NCHW"),
+        op,
+        "the NCHW / OIHW layouts",
+    )
+    _, _, kh, kw = _static_shape(weight, op)
+    top, left, bottom, right = attrs["padding"]
+    back_padding = [kh - 1 - top, kw - 1 - left, kh - 1 - bottom, kw - 1 - right]
+    _require(min(back_padding) >= 0, op, "padding smaller than the kernel")
+    swap = [1, 0, 2, 3]
+    turned = manipulate.permute_dims(_flip_hw(weight, kh, kw), swap)
+    return [
+        spatial.conv2d(grad, turned, padding=back_padding),
+        manipulate.permute_dims(
+            spatial.conv2d(
+                manipulate.permute_dims(data, swap),
+                manipulate.permute_dims(grad, swap),
+                padding=attrs["padding"],
+            ),
+            swap,
+        ),
+    ]
+
+
+def _tiled_pool(call: Call) -> tuple[list[int], list[int]]:
+    """(input shape, pool size) of a pooling whose windows tile the input exactly."""
+    op, attrs = call.op.name, call.attrs  # type: ignore[union-attr]
+    shape = _static_shape(call.args[0], op)
+    pool = list(attrs["pool_size"])
+    _require(
+        list(attrs["strides"]) == pool
+        and attrs["dilation"] == [1, 1]
+        and attrs["padding"] == [0, 0, 0, 0]
+        and attrs["layout"] == attrs["out_layout"] == "NCHW"
+        and shape[2] % pool[0] == 0
+        and shape[3] % pool[1] == 0,
+        op,
+        "NCHW windows that tile the input (strides = pool_size, no padding, no dilation)",
+    )
+    return shape, pool
+
+
+def _spread_windows(value: Expr, shape: list[int], pool: list[int]) -> Expr:
+    """Each element of a pooled ``value`` repeated over its window of the input's ``shape``."""
+    n, c, h, w = shape
+    ph, pw = pool
+    tiles = manipulate.reshape(value, [n, c, h // ph, 1, w // pw, 1])
+    spread = manipulate.broadcast_to(tiles, [n, c, h // ph, ph, w // pw, pw])
+    return manipulate.reshape(spread, shape)
+
+
+@register_gradient("relax.nn.max_pool2d")
+def _max_pool2d(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    # The gradient goes to the element that was the window's maximum (to each, on a tie).
+    shape, pool = _tiled_pool(call)
+    is_max = binary.equal(call.args[0], _spread_windows(var, shape, pool))
+    return [_zero_where_not(is_max, _spread_windows(grad, shape, pool), like=var)]
+
+
+@register_gradient("relax.nn.avg_pool2d")
+def _avg_pool2d(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    shape, pool = _tiled_pool(call)
+    window = _scalar(float(pool[0] * pool[1]), grad)
+    return [binary.divide(_spread_windows(grad, shape, pool), window)]
 
 
 # ----------------------------------------------------------------------------- losses
