@@ -25,7 +25,7 @@ from .binary import (
     power,
     subtract,
 )
-from .create import full, ones, zeros
+from .create import full, full_like, ones, ones_like, zeros, zeros_like
 from .datatype import astype
 from .linear_algebra import dense, linear, matmul
 from .manipulate import (
@@ -76,6 +76,7 @@ __all__ = [
     "flatten",
     "floor_divide",
     "full",
+    "full_like",
     "greater",
     "greater_equal",
     "less",
@@ -94,6 +95,7 @@ __all__ = [
     "nn",
     "not_equal",
     "ones",
+    "ones_like",
     "permute_dims",
     "power",
     "relu",
@@ -108,4 +110,5 @@ __all__ = [
     "tanh",
     "where",
     "zeros",
+    "zeros_like",
 ]

@@ -1,10 +1,12 @@
-"""Struct info of zeros/ones/full, argmax and where."""
+"""Struct info of zeros/ones/full (and their _like forms), argmax and where."""
 
 import pytest
 from op_helpers import assert_rank_only, assert_tensor, infer, m, n, raises, var
 
+import mlckit
 from mlckit import relax
 from mlckit.errors import MLCError
+from mlckit.script import from_source
 
 op = relax.op
 
@@ -32,6 +34,43 @@ def test_full():
     # An explicit dtype converts the fill value.
     assert_tensor(infer(op.full((3,), relax.const(2, "int32"), "float32")), (3,), "float32")
     raises(op.full((3,), var("v", (2,))), "relax.full", "scalar", "v has shape (2,)")
+
+
+@pytest.mark.parametrize("ctor", [op.zeros_like, op.ones_like])
+def test_zeros_ones_like_take_the_shape_and_by_default_the_dtype(ctor):
+    x = var("x", (n, 4), "float16")
+    call = ctor(x)
+    assert call.attrs.dtype == "void"
+    assert_tensor(infer(call), (n, 4), "float16")
+    assert_tensor(infer(ctor(x, "int32")), (n, 4), "int32")
+    assert_rank_only(
+        infer(ctor(relax.Var("u", relax.TensorStructInfo(None, "int8", 3)))), 3, "int8"
+    )
+    raises(ctor(relax.ShapeExpr((2,))), call.op.name, "expects a tensor")
+    with pytest.raises(MLCError):
+        ctor(x, "floaty")
+
+
+def test_full_like():
+    x = var("x", (n, 2), "float16")
+    assert_tensor(infer(op.full_like(x, 1.5)), (n, 2), "float16")
+    assert_tensor(infer(op.full_like(x, relax.const(2, "int32"), "int64")), (n, 2), "int64")
+    raises(op.full_like(x, var("v", (2,))), "relax.full_like", "scalar", "v has shape (2,)")
+
+
+def test_like_ops_round_trip_through_tvmscript():
+    x = var("x", (n, 2))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            z = bb.emit(op.zeros_like(x))
+            o = bb.emit(op.ones_like(x, "int32"))
+            gv = bb.emit_output(relax.Tuple([z, o, op.full_like(x, 3.0)]))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    text = mod.script()
+    assert 'R.zeros_like(x, dtype="void")' in text and 'R.ones_like(x, dtype="int32")' in text
+    mlckit.ir.assert_structural_equal(from_source(text), mod)
 
 
 # ------------------------------------------------------------------------------ argmax

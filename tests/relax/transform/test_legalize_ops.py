@@ -561,7 +561,7 @@ def _where(name: str, draw: Draw, rng: np.random.Generator) -> Case:
     return Case([cond, a, b], op.where, np.where(cond, a, b), batch=(0, 1))
 
 
-@case("zeros", "ones", "full", "full_tensor")
+@case("zeros", "ones", "full", "full_tensor", "zeros_like", "ones_like", "full_like")
 def _create(name: str, draw: Draw, rng: np.random.Generator) -> Case:
     # The input only brings the shape, so that the symbolic run has a symbolic n.
     x = rand(rng, (draw(dims), draw(dims)))
@@ -572,6 +572,12 @@ def _create(name: str, draw: Draw, rng: np.random.Generator) -> Case:
             return op.full(shape, 2.5)
         if name == "full_tensor":
             return op.full(shape, op.sum(v), "float32")
+        if name == "full_like":
+            return op.full_like(v, op.sum(v))
+        if name == "ones_like":
+            return op.ones_like(v)
+        if name == "zeros_like":
+            return op.zeros_like(v, "int32")
         return getattr(op, name)(shape, "int32")
 
     expected = {
@@ -579,6 +585,9 @@ def _create(name: str, draw: Draw, rng: np.random.Generator) -> Case:
         "ones": np.ones(x.shape, "int32"),
         "full": np.full(x.shape, 2.5, "float32"),
         "full_tensor": np.full(x.shape, x.sum(), "float32"),
+        "zeros_like": np.zeros(x.shape, "int32"),
+        "ones_like": np.ones(x.shape, "float32"),
+        "full_like": np.full(x.shape, x.sum(), "float32"),
     }[name]
     return Case([x], build, expected, rtol=1e-4, atol=1e-4)
 

@@ -152,10 +152,13 @@ LEGALIZATIONS: dict[str, LegalizeFunc] = {
     "relax.collapse_sum_to": Lowering(topi.collapse_sum, (DATA, OUT_SHAPE)),
     "relax.collapse_sum_like": Lowering(topi.collapse_sum, (DATA, OUT_SHAPE)),
     "relax.argmax": Lowering(topi.argmax, (ARGS, attr("axis"), attr("keepdims"))),
-    # creation: the shape comes from inference
+    # creation: the shape comes from inference (a _like op's from its tensor)
     "relax.zeros": Lowering(topi.full, (OUT_SHAPE, OUT_DTYPE, 0.0), "zeros"),
     "relax.ones": Lowering(topi.full, (OUT_SHAPE, OUT_DTYPE, 1.0), "ones"),
     "relax.full": Lowering(topi.full, (OUT_SHAPE, OUT_DTYPE, FILL_VALUE)),
+    "relax.zeros_like": Lowering(topi.full, (OUT_SHAPE, OUT_DTYPE, 0.0), "zeros"),
+    "relax.ones_like": Lowering(topi.full, (OUT_SHAPE, OUT_DTYPE, 1.0), "ones"),
+    "relax.full_like": Lowering(topi.full, (OUT_SHAPE, OUT_DTYPE, FILL_VALUE), "full"),
     # linear algebra
     # topi.matmul(a, b, transpose_a, transpose_b, out_dtype)
     "relax.matmul": Lowering(topi.matmul, (ARGS, False, False, OUT_DTYPE)),
