@@ -3,12 +3,13 @@ reduction (static, symbolic, rank-only), the errors for bad shapes, dtypes and r
 and the TVMScript round trip. Their numerics vs torch after LegalizeOps are cases of
 tests/relax/transform/test_legalize_ops.py."""
 
+import numpy as np
 import pytest
 from op_helpers import assert_rank_only, assert_tensor, infer, m, n, raises, var
 
 import mlckit
 from mlckit import relax
-from mlckit.errors import StructInfoError
+from mlckit.errors import StructInfoError, VMError
 from mlckit.script import from_source
 
 nn = relax.op.nn
@@ -113,3 +114,20 @@ def test_round_trip_through_tvmscript():
     ):
         assert fragment in text, text
     mlckit.ir.assert_structural_equal(from_source(text), mod)
+
+
+def test_an_ignored_target_is_never_read_and_an_out_of_range_one_is_an_error():
+    p, t = var("p", (n, 4)), var("t", (n,), "int64")
+    bb = relax.BlockBuilder()
+    with bb.function("main", [p, t]):
+        with bb.dataflow():
+            gv = bb.emit_output(nn.nll_loss(p, t, reduction="sum"))
+        bb.emit_func_output(gv)
+    mod = relax.transform.LegalizeOps()(bb.get())
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"))
+    pred = np.arange(12, dtype="float32").reshape(3, 4)
+    # -100 (ignore_index) would index outside the predictions: the kernel must not read it.
+    got = vm["main"](pred, np.array([1, -100, 3], "int64")).numpy()
+    assert got == -(1 + 11)
+    with pytest.raises(VMError, match="outside p"):
+        vm["main"](pred, np.array([1, 4, 3], "int64"))
