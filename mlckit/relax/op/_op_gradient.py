@@ -23,6 +23,7 @@ lists every such op of the function.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,7 +31,7 @@ import numpy as np
 
 from mlckit.errors import TransformError
 
-from ..expr import Call, Expr, Var, const
+from ..expr import Call, Expr, Tuple, TupleGetItem, Var, const
 from ..struct_info import TensorStructInfo
 from ..utils import const_int
 from . import binary, datatype, linear_algebra, manipulate, search, spatial, statistical, unary
@@ -172,6 +173,24 @@ _UNARY_DERIVATIVES: dict[str, Callable[[Expr, Var], Expr]] = {
     "relax.sigmoid": lambda x, y: binary.multiply(y, _one_minus(y, y)),
     "relax.tanh": lambda x, y: _one_minus(binary.multiply(y, y), y),
     # silu(x) = x * s(x): s(x) * (1 + x * (1 - s(x))).
+    # erf'(x) = 2 / sqrt(pi) * exp(-x^2).
+    "relax.erf": lambda x, y: binary.multiply(
+        _scalar(2.0 / math.sqrt(math.pi), x), unary.exp(unary.negative(binary.multiply(x, x)))
+    ),
+    # gelu(x) = x * Phi(x): Phi(x) + x * phi(x), Phi(x) = (1 + erf(x / sqrt(2))) / 2 and
+    # phi(x) = exp(-x^2 / 2) / sqrt(2 pi).
+    "relax.nn.gelu": lambda x, y: binary.add(
+        binary.multiply(
+            _scalar(0.5, x),
+            binary.add(
+                _scalar(1.0, x), unary.erf(binary.multiply(x, _scalar(1 / math.sqrt(2), x)))
+            ),
+        ),
+        binary.multiply(
+            binary.multiply(x, _scalar(1 / math.sqrt(2 * math.pi), x)),
+            unary.exp(binary.multiply(binary.multiply(x, x), _scalar(-0.5, x))),
+        ),
+    ),
     "relax.nn.silu": lambda x, y: binary.multiply(
         unary.sigmoid(x),
         binary.add(_scalar(1.0, x), binary.multiply(x, _one_minus(unary.sigmoid(x), x))),
@@ -287,6 +306,58 @@ def _back_to_input_shape(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
 
 for _name in ("reshape", "flatten", "expand_dims", "squeeze", "nn.batch_flatten"):
     register_gradient(f"relax.{_name}")(_back_to_input_shape)
+
+
+@register_gradient("relax.concat")
+def _concat(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    # The output's adjoint cut where the inputs were joined: a tuple, one part per input.
+    fields = call.args[0].struct_info_.fields  # type: ignore[union-attr]
+    axis = call.attrs["axis"]
+    _require(axis is not None, "relax.concat", "an axis (not the flattening axis=None)")
+    axis %= len(_shape(var))
+    cuts, position = [], 0
+    for field in fields[:-1]:
+        extent = const_int(field.shape_values[axis]) if field.shape_values is not None else None
+        _require(extent is not None, "relax.concat", "static extents along the axis")
+        position += extent  # type: ignore[operator]
+        cuts.append(position)
+    return [manipulate.split(grad, cuts, axis)]
+
+
+@register_gradient("relax.split")
+def _split(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    # The parts' adjoints joined back (concat's kernels take a tuple literal, not a variable).
+    count = len(var.struct_info_.fields)  # type: ignore[union-attr]
+    parts = Tuple([TupleGetItem(grad, index) for index in range(count)])
+    return [manipulate.concat(parts, call.attrs["axis"])]
+
+
+@register_gradient("relax.take")
+def _take(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    # Each taken slice adds its adjoint to the slice it came from: with x's axis of n and the
+    # k indices flattened, the adjoint of x is grad (pre, post, k) @ one_hot (k, n), where
+    # one_hot[j, i] says whether index j is i. Indices are in range ("fast" and "clip" agree).
+    op = "relax.take"
+    x, indices = call.args
+    shape = _static_shape(x, op)
+    axis = call.attrs["axis"]
+    axis = 0 if axis is None else axis % len(shape)
+    n = shape[axis]
+    k = int(np.prod(_static_shape(indices, op), dtype="int64"))
+    pre = int(np.prod(shape[:axis], dtype="int64"))
+    post = int(np.prod(shape[axis + 1 :], dtype="int64"))
+    index_dtype = _sinfo(indices).dtype
+    one_hot = search.where(
+        binary.equal(
+            manipulate.reshape(indices, [k, 1]), const(np.arange(n, dtype=index_dtype)[None, :])
+        ),
+        _scalar(1.0, x),
+        _scalar(0.0, x),
+    )
+    rows = manipulate.permute_dims(manipulate.reshape(grad, [pre, k, post]), [0, 2, 1])
+    summed = linear_algebra.matmul(manipulate.reshape(rows, [pre * post, k]), one_hot)
+    back = manipulate.permute_dims(manipulate.reshape(summed, [pre, post, n]), [0, 2, 1])
+    return [manipulate.reshape(back, shape), None]
 
 
 @register_gradient("relax.broadcast_to")

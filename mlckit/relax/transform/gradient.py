@@ -252,8 +252,15 @@ class _AdjointBuilder:
             except TransformError as error:
                 raise self.fail(f"at {var.name_hint} = {value.op.name}(...): {error}") from None
             for arg, partial in zip(value.args, partials):
-                if isinstance(arg, Var) and partial is not None:
+                if partial is None:
+                    continue
+                if isinstance(arg, Var):
                     yield arg, partial
+                elif isinstance(arg, Tuple):  # concat((a, b)): the partial is a tuple too
+                    parts = self.bb.emit(partial)
+                    for index, field in enumerate(arg.fields):
+                        if isinstance(field, Var):
+                            yield field, self._field(parts, index)
 
     def _field(self, grad: Expr, index: int) -> Expr:
         """Field ``index`` of a tuple adjoint, read from its literal when it is one."""
@@ -269,7 +276,7 @@ class _AdjointBuilder:
         if previous is None:
             self.adjoints[arg] = self.bb.emit(partial, name)
             return
-        if not isinstance(partial, Var):
+        if not isinstance(partial, (Var, Tuple)):  # a tuple literal is added field by field
             partial = self.bb.emit(partial)
         self.adjoints[arg] = self.bb.emit(self._add(previous, partial), name)
 
