@@ -65,7 +65,14 @@ def Gradient(
     target_index: int = 0,
 ) -> transform.Pass:
     """Add ``<func_name>_adjoint``, returning ``(original result, (grad, ...))`` with one
-    gradient per variable of ``require_grads`` (default: every parameter, in order)."""
+    gradient per variable of ``require_grads``: every parameter, in order, by default; else a
+    variable or a list of them, each a parameter or (as in TVM) a variable bound in the
+    function. The target is the result, or field ``target_index`` of a returned tuple.
+
+    Raises :class:`TransformError` when the function is missing, is not one dataflow block,
+    its target is not a 0-d float tensor, ``require_grads`` lists a variable twice or one that
+    is not the function's, or calls without a gradient rule lie on the target's path (all of
+    them are named)."""
 
     @transform.module_pass(opt_level=0, name="Gradient")
     def gradient(mod: IRModule, ctx: transform.PassContext) -> IRModule:

@@ -658,3 +658,25 @@ def test_split_concat_tuples():
     after, grads = _check_against_numerical(SplitConcat, _random((4, 6), (4, 2), seed=11))
     assert not grads[0][:, 2:5].any()
     assert_structural_equal(from_source(after.script()), after)
+
+
+@I.ir_module
+class SymbolicBatch:
+    @R.function
+    def main(
+        x: R.Tensor(("n", 4), "float32"),
+        w: R.Tensor((4, 3), "float32"),
+        b: R.Tensor((3,), "float32"),
+    ):
+        with R.dataflow():
+            h = R.add(R.matmul(x, w), b)
+            gv = R.sum(R.nn.log_softmax(R.nn.relu(h)))
+            R.output(gv)
+        return gv
+
+
+def test_symbolic_batch():
+    after, _ = _check_against_numerical(SymbolicBatch, _random((5, 4), (4, 3), (3,), seed=12))
+    text = after["main_adjoint"].script()
+    assert 'b_adjoint: R.Tensor((3,), dtype="float32") = R.collapse_sum_to(h_adjoint' in text
+    assert 'x_adjoint: R.Tensor((n, 4), dtype="float32")' in text
