@@ -23,7 +23,8 @@ so ``d gv / d b = b_adjoint1 = (a + b) + b``. A partial whose shape is bigger th
 argument's (``bias`` of shape ``(n,)`` broadcast in ``x + bias`` of shape ``(m, n)``) is summed
 back with ``collapse_sum_to``. Tuples pass adjoints field by field: the adjoint of ``t[i]``
 becomes field ``i`` of ``t``'s adjoint, whose other fields are zeros. A required variable the
-target does not depend on gets zeros.
+target does not depend on gets zeros. Forward bindings that neither the result nor a
+gradient reads are left out of the adjoint function.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from mlckit.ir.module import IRModule
 from mlckit.ir.op import Op
 
 from .. import op as relax_op
-from ..analysis import used_vars
+from ..analysis import remove_all_unused, used_vars
 from ..block_builder import BlockBuilder
 from ..expr import (
     Call,
@@ -208,7 +209,8 @@ class _AdjointBuilder:
                 grads = [self._output(var) for var in self.required]
             result = _Substitute(self.remap).visit_expr(func.body.body)  # type: ignore[attr-defined]
             bb.emit_func_output(Tuple([result, Tuple(grads)]))
-        return bb.get()[adjoint_name]  # type: ignore[return-value]
+        # Forward bindings the result does not read go, as in TVM (so do zeros never added).
+        return remove_all_unused(bb.get()[adjoint_name])
 
     def _copy_forward(self) -> list[Var]:
         copies = []

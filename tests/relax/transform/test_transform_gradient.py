@@ -680,3 +680,36 @@ def test_symbolic_batch():
     text = after["main_adjoint"].script()
     assert 'b_adjoint: R.Tensor((3,), dtype="float32") = R.collapse_sum_to(h_adjoint' in text
     assert 'x_adjoint: R.Tensor((n, 4), dtype="float32")' in text
+
+
+def test_unused_bindings_leave_and_unused_parameters_get_zeros_as_in_tvm():
+    @I.ir_module
+    class Before:
+        @R.function
+        def main(x: R.Tensor((3, 3), "float32"), y: R.Tensor((3, 3), "float32")):
+            with R.dataflow():
+                lv1 = R.add(x, x)
+                lv2 = R.add(lv1, x)
+                gv = R.sum(x)
+                R.output(gv)
+            return gv
+
+    @I.ir_module
+    class Expected:
+        @R.function
+        def main_adjoint(x: R.Tensor((3, 3), "float32"), y: R.Tensor((3, 3), "float32")) -> R.Tuple(
+            R.Tensor((), "float32"),
+            R.Tuple(R.Tensor((3, 3), "float32"), R.Tensor((3, 3), "float32")),
+        ):
+            with R.dataflow():
+                gv: R.Tensor((), "float32") = R.sum(x, axis=None, keepdims=False)
+                gv_adjoint: R.Tensor((), "float32") = R.ones(R.shape([]), "float32")
+                x_adjoint: R.Tensor((3, 3), "float32") = R.broadcast_to(gv_adjoint, R.shape([3, 3]))
+                x_adjoint_out: R.Tensor((3, 3), "float32") = x_adjoint
+                y_adjoint: R.Tensor((3, 3), "float32") = R.zeros(R.shape([3, 3]), "float32")
+                y_adjoint_out: R.Tensor((3, 3), "float32") = y_adjoint
+                R.output(gv, x_adjoint_out, y_adjoint_out)
+            return (gv, (x_adjoint_out, y_adjoint_out))
+
+    after = relax.transform.Gradient("main")(Before)
+    assert_structural_equal(after["main_adjoint"], Expected["main_adjoint"])
