@@ -9,8 +9,10 @@ for the partial gradients of ``a`` and ``b``. A rule is a function::
 ``var`` is the bound variable (its value is the forward result, which several rules reuse:
 ``exp``'s gradient is ``grad * var``), ``call`` the forward call and ``grad`` the output's
 adjoint. Each partial is an un-normalized relax expression with the struct info of that
-argument, or None for an argument that takes no gradient (a shape, a bool condition). Worked
-example, ``y = R.multiply(a, b)``: the rule returns ``[grad * b, grad * a]``.
+argument (a tuple for a tuple argument, as concat's), or None for an argument that takes no
+gradient (a shape, a bool condition). Worked example, ``y = R.multiply(a, b)``: the rule
+returns ``[grad * b, grad * a]``. A rule that cannot handle its call (a strided conv2d, say)
+raises :class:`TransformError`, which ``Gradient`` prefixes with the binding.
 
 The rules say nothing about broadcasting: when ``a`` has shape ``(4,)`` and ``y`` shape
 ``(3, 4)``, the partial ``grad * b`` has shape ``(3, 4)``, and the pass sums it back to ``(4,)``
@@ -18,7 +20,7 @@ with ``collapse_sum_to`` (the one place that knows both shapes after normalizati
 
 Comparison ops are registered with :func:`no_gradient`: their output is piecewise constant,
 so nothing flows back. An op missing from the table stops ``Gradient`` with an error that
-lists every such op of the function.
+lists every such op the target depends on.
 """
 
 from __future__ import annotations
@@ -133,7 +135,7 @@ def _power(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
 
 @register_gradient("relax.maximum")
 def _maximum(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
-    # Ties send the gradient to the first argument, as torch does for its first operand.
+    # A tie sends the whole gradient to the first argument.
     a, b = call.args
     return [
         _zero_where_not(binary.greater_equal(a, b), grad),
@@ -172,7 +174,6 @@ _UNARY_DERIVATIVES: dict[str, Callable[[Expr, Var], Expr]] = {
     "relax.sqrt": lambda x, y: binary.divide(_scalar(0.5, y), y),
     "relax.sigmoid": lambda x, y: binary.multiply(y, _one_minus(y, y)),
     "relax.tanh": lambda x, y: _one_minus(binary.multiply(y, y), y),
-    # silu(x) = x * s(x): s(x) * (1 + x * (1 - s(x))).
     # erf'(x) = 2 / sqrt(pi) * exp(-x^2).
     "relax.erf": lambda x, y: binary.multiply(
         _scalar(2.0 / math.sqrt(math.pi), x), unary.exp(unary.negative(binary.multiply(x, x)))
@@ -191,6 +192,7 @@ _UNARY_DERIVATIVES: dict[str, Callable[[Expr, Var], Expr]] = {
             unary.exp(binary.multiply(binary.multiply(x, x), _scalar(-0.5, x))),
         ),
     ),
+    # silu(x) = x * s(x): s(x) * (1 + x * (1 - s(x))).
     "relax.nn.silu": lambda x, y: binary.multiply(
         unary.sigmoid(x),
         binary.add(_scalar(1.0, x), binary.multiply(x, _one_minus(unary.sigmoid(x), x))),
