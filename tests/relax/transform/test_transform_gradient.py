@@ -713,3 +713,14 @@ def test_unused_bindings_leave_and_unused_parameters_get_zeros_as_in_tvm():
 
     after = relax.transform.Gradient("main")(Before)
     assert_structural_equal(after["main_adjoint"], Expected["main_adjoint"])
+
+
+def test_adjoint_fuses_and_builds_through_the_default_pipeline():
+    after = relax.transform.Gradient("main")(_mlp())
+    built = relax.get_pipeline("default")(after)
+    fused = [gv.name_hint for gv in built.get_global_vars() if gv.name_hint.startswith("fused_")]
+    assert fused  # forward and backward kernels are fused like any others
+    vm = relax.VirtualMachine(relax.build(built, "llvm"), mlckit.cpu())
+    inputs = _random((4, 6), (6, 5), (5,), (5, 3), (3,), seed=1)
+    _, grads = vm["main_adjoint"](*inputs)
+    check_numerical_grads(lambda *a: vm["main"](*a).numpy(), inputs, [g.numpy() for g in grads])
