@@ -627,6 +627,26 @@ def test_every_legalization_is_a_row_of_the_table():
     assert registered == LEGALIZATIONS
 
 
+@I.ir_module
+class ConcatOfATupleVariable:
+    @R.function
+    def main(a: R.Tensor((2, 3), "float32"), b: R.Tensor((4, 3), "float32")):
+        with R.dataflow():
+            t = (a, b)
+            c = R.concat(t, axis=0)
+            R.output(c)
+        return c
+
+
+def test_concat_of_a_tuple_variable_reads_its_fields():
+    # The tuple is a variable (what Gradient's split rule and user code write), not a literal.
+    mod = LegalizeOps()(ConcatOfATupleVariable)
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), mlckit.cpu())
+    a, b = np.ones((2, 3), "float32"), np.arange(12, dtype="float32").reshape(4, 3)
+    out = vm["main"](mlckit.nd.array(a), mlckit.nd.array(b))
+    np.testing.assert_array_equal(out.numpy(), np.concatenate([a, b]))
+
+
 # ------------------------------------------------------------------------------ the pass
 @I.ir_module
 class AddRelu:

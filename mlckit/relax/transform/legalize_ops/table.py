@@ -17,7 +17,7 @@ from mlckit.errors import BuildError
 from mlckit.topi.utils import as_float
 
 from ...block_builder import BlockBuilder
-from ...expr import Call, Expr, Tuple
+from ...expr import Call, Expr, Tuple, TupleGetItem
 from .common import (
     ARGS,
     DATA,
@@ -83,6 +83,16 @@ def _split(bb: BlockBuilder, call: Call) -> Expr:
     """The parts' tuple; a call_tir with one output is that tensor, so one part is wrapped."""
     parts = _SPLIT(bb, call)
     return parts if len(call.struct_info.fields) > 1 else Tuple([parts])  # type: ignore[attr-defined]
+
+
+def _concat(bb: BlockBuilder, call: Call) -> Expr:
+    """The tensors to join are the fields of a tuple: written out (``concat((a, b))``) or a
+    tuple-valued variable, whose fields are read one by one, as TVM does."""
+    tensors = call.args[0]
+    if not isinstance(tensors, Tuple):
+        count = len(tensors.struct_info.fields)  # type: ignore[attr-defined]
+        tensors = Tuple([bb.emit(TupleGetItem(tensors, i)) for i in range(count)])
+    return bb.call_te(topi.concatenate, tensors, call.attrs["axis"])  # type: ignore[index]
 
 
 _WINDOW = (attr("strides"), attr("padding"), attr("dilation"))
@@ -170,7 +180,7 @@ LEGALIZATIONS: dict[str, LegalizeFunc] = {
     "relax.squeeze": Lowering(topi.squeeze, (ARGS, attr("axis"))),
     "relax.permute_dims": Lowering(topi.transpose, (ARGS, attr("axes"))),
     "relax.broadcast_to": Lowering(topi.broadcast_to, (DATA, OUT_SHAPE)),
-    "relax.concat": Lowering(topi.concatenate, (ARGS, attr("axis"))),
+    "relax.concat": _concat,
     "relax.split": _split,
     # axis=None only passes inference for a 1-D x, which topi's flattening leaves as it is.
     "relax.take": Lowering(topi.take, (ARGS, attr("axis"), attr("mode"))),
