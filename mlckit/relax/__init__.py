@@ -2,7 +2,7 @@
 
 from mlckit.ir.module import GlobalVar
 
-from . import analysis, dpl, expr_functor, op, transform, utils, vm, vm_build
+from . import analysis, dpl, expr_functor, op, training, transform, utils, vm, vm_build
 from .block_builder import BlockBuilder
 from .expr import (
     Attrs,
