@@ -1,3 +1,3 @@
 """Training with Relax: loss functions and optimizers built as Relax functions."""
 
-from . import optimizer
+from . import loss, optimizer
