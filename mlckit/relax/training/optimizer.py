@@ -42,7 +42,7 @@ from ..op import add, divide, multiply, sqrt, subtract
 from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 
 _STEP_SINFO = TensorStructInfo((), "int64")
-_FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+_FLOAT_DTYPES = ("float16", "float32", "float64")
 
 
 def _one_minus(value: float) -> float:

@@ -164,10 +164,11 @@ def test_hyperparameter_constants_keep_their_decimal_form():
     assert 'R.const(0.1, "float32")' in text and 'R.const(0.001, "float32")' in text
 
 
-def test_float64_parameters_give_float64_state():
-    opt = Adam(0.01).init(_params("float64"))
-    assert {s.dtype for s in opt.state[1:]} == {"float64"}
-    assert 'R.const(0.01, "float64")' in opt.get_function().script()
+@pytest.mark.parametrize("dtype", ["float16", "float64"])
+def test_state_and_constants_take_the_parameters_dtype(dtype):
+    opt = Adam(0.01).init(_params(dtype))
+    assert {s.dtype for s in opt.state[1:]} == {dtype}
+    assert f'R.const(0.01, "{dtype}")' in opt.get_function().script()
 
 
 INIT_ERRORS = {
