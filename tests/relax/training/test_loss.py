@@ -180,13 +180,29 @@ def tvm_cross_entropy_loss(
     return gv
 
 
+@R.function
+def tvm_categorical_cross_entropy_loss(
+    predictions: R.Tensor((3, 5), "float32"), targets: R.Tensor((3, 5), "int64")
+) -> R.Tensor((), "float32"):
+    R.func_attr({"global_symbol": "categorical_cross_entropy_loss"})
+    with R.dataflow():
+        lv: R.Tensor((3, 5), "float32") = R.nn.log_softmax(predictions, axis=-1)
+        # TVM spells the cast targets.astype("float32"), which mlckit's parser does not read.
+        gv: R.Tensor((), "float32") = R.mean(-lv * R.astype(targets, "float32"))
+        R.output(gv)
+    return gv
+
+
 def test_functions_equal_tvms_expected_tvmscript():
-    # TVM's test_training_loss.py expectations for L1Loss() and CrossEntropyLoss(sum, 1).
+    # TVM's test_training_loss.py expectations for L1Loss(), CrossEntropyLoss("sum", 1) and
+    # CategoricalCrossEntropyLoss() (nested calls parse into bindings as the loss emits them).
     assert_structural_equal(L1Loss()(_tensor((N, C)), _tensor((N, C))), tvm_l1_loss)
     func = CrossEntropyLoss("sum", ignore_index=1)(
         _tensor((N, C)), _tensor((N,), "int64"), _tensor((C,))
     )
     assert_structural_equal(func, tvm_cross_entropy_loss)
+    func = CategoricalCrossEntropyLoss()(_tensor((N, C)), _tensor((N, C), "int64"))
+    assert_structural_equal(func, tvm_categorical_cross_entropy_loss)
 
 
 LOSSES = {
