@@ -83,7 +83,7 @@ class Loss:
             )
         self._loss_name = loss_name
         self._num_backbone_outputs = num_backbone_outputs
-        self._reduction = reduction
+        self._reduction: Reduction = reduction
 
     @property
     def num_backbone_outputs(self) -> int:
@@ -92,7 +92,8 @@ class Loss:
 
     @property
     def reduction(self) -> Reduction:
-        return self._reduction  # type: ignore[return-value]
+        """How the per-element (or per-example) losses are reduced."""
+        return self._reduction
 
     def _with_reduction(self, expr: Expr) -> Expr:
         if self._reduction == "sum":
@@ -101,11 +102,13 @@ class Loss:
             return op.mean(expr)
         return expr
 
-    def _function(self, params: Sequence[Var], body: Callable[[BlockBuilder], Expr]) -> Function:
-        """A function named after the loss, ``params`` in, ``body``'s value out, computed in
-        one dataflow block."""
+    def _function(
+        self, params: Sequence[Var | None], body: Callable[[BlockBuilder], Expr]
+    ) -> Function:
+        """A function named after the loss, ``params`` in (those not None: an optional
+        parameter not given), ``body``'s value out, computed in one dataflow block."""
         bb = BlockBuilder()
-        with bb.function(self._loss_name, list(params)):
+        with bb.function(self._loss_name, [p for p in params if p is not None]):
             with bb.dataflow():
                 result = bb.emit_output(body(bb))
             bb.emit_func_output(result)
@@ -163,14 +166,13 @@ class _ClassificationLoss(Loss):
         predictions: Var | StructInfo,
         targets: Var | StructInfo,
         weights: Var | StructInfo | None,
-    ) -> list[Var]:
-        params = [
+    ) -> tuple[Var, Var, Var | None]:
+        """Fresh ``(predictions, targets, weights)`` parameters, ``weights`` None if not given."""
+        return (
             _param(predictions, "predictions", self._loss_name),
             _param(targets, "targets", self._loss_name),
-        ]
-        if weights is not None:
-            params.append(_param(weights, "weights", self._loss_name))
-        return params
+            None if weights is None else _param(weights, "weights", self._loss_name),
+        )
 
     def _nll_loss(self, log_probs: Expr, labels: Expr, weights: Var | None) -> Expr:
         return op.nn.nll_loss(log_probs, labels, weights, self._reduction, self.ignore_index)
@@ -192,11 +194,11 @@ class CrossEntropyLoss(_ClassificationLoss):
     ) -> Function:
         """The loss as a Relax function of ``(predictions, targets[, weights])``."""
         params = self._params(predictions, targets, weights)
-        weight = params[2] if weights is not None else None
+        predictions_var, targets_var, weight = params
 
         def body(bb: BlockBuilder) -> Expr:
-            log_probs = bb.emit(op.nn.log_softmax(params[0]))
-            return self._nll_loss(log_probs, params[1], weight)
+            log_probs = bb.emit(op.nn.log_softmax(predictions_var))
+            return self._nll_loss(log_probs, targets_var, weight)
 
         return self._function(params, body)
 
@@ -218,8 +220,7 @@ class CategoricalCrossEntropyLoss(_ClassificationLoss):
     ) -> Function:
         """The loss as a Relax function of ``(predictions, one-hot targets[, weights])``."""
         params = self._params(predictions, targets, weights)
-        predictions_var, targets_var = params[0], params[1]
-        weight = params[2] if weights is not None else None
+        predictions_var, targets_var, weight = params
         dtype = targets_var.struct_info.dtype
         if "int" not in dtype:
             raise StructInfoError(
