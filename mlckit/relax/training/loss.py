@@ -161,18 +161,26 @@ class _ClassificationLoss(Loss):
         super().__init__(loss_name, 1, reduction)
         self.ignore_index = ignore_index
 
-    def _params(
+    def __call__(
         self,
         predictions: Var | StructInfo,
         targets: Var | StructInfo,
-        weights: Var | StructInfo | None,
-    ) -> tuple[Var, Var, Var | None]:
-        """Fresh ``(predictions, targets, weights)`` parameters, ``weights`` None if not given."""
-        return (
+        weights: Var | StructInfo | None = None,
+    ) -> Function:
+        """The loss as a Relax function of ``(predictions, targets[, weights])``."""
+        params = (
             _param(predictions, "predictions", self._loss_name),
             _param(targets, "targets", self._loss_name),
             None if weights is None else _param(weights, "weights", self._loss_name),
         )
+        self._check(*params)
+        return self._function(params, lambda bb: self._body(bb, *params))
+
+    def _check(self, predictions: Var, targets: Var, weights: Var | None) -> None:
+        """Raise for parameters this loss cannot take (beyond what its ops check)."""
+
+    def _body(self, bb: BlockBuilder, predictions: Var, targets: Var, weights: Var | None) -> Expr:
+        raise NotImplementedError
 
     def _nll_loss(self, log_probs: Expr, labels: Expr, weights: Var | None) -> Expr:
         return op.nn.nll_loss(log_probs, labels, weights, self._reduction, self.ignore_index)
@@ -186,21 +194,9 @@ class CrossEntropyLoss(_ClassificationLoss):
     def __init__(self, reduction: Reduction = "mean", ignore_index: int = -100) -> None:
         super().__init__("cross_entropy_loss", reduction, ignore_index)
 
-    def __call__(
-        self,
-        predictions: Var | StructInfo,
-        targets: Var | StructInfo,
-        weights: Var | StructInfo | None = None,
-    ) -> Function:
-        """The loss as a Relax function of ``(predictions, targets[, weights])``."""
-        params = self._params(predictions, targets, weights)
-        predictions_var, targets_var, weight = params
-
-        def body(bb: BlockBuilder) -> Expr:
-            log_probs = bb.emit(op.nn.log_softmax(predictions_var))
-            return self._nll_loss(log_probs, targets_var, weight)
-
-        return self._function(params, body)
+    def _body(self, bb: BlockBuilder, predictions: Var, targets: Var, weights: Var | None) -> Expr:
+        log_probs = bb.emit(op.nn.log_softmax(predictions))
+        return self._nll_loss(log_probs, targets, weights)
 
 
 class CategoricalCrossEntropyLoss(_ClassificationLoss):
@@ -212,33 +208,23 @@ class CategoricalCrossEntropyLoss(_ClassificationLoss):
     def __init__(self, reduction: Reduction = "mean", ignore_index: int = -100) -> None:
         super().__init__("categorical_cross_entropy_loss", reduction, ignore_index)
 
-    def __call__(
-        self,
-        predictions: Var | StructInfo,
-        targets: Var | StructInfo,
-        weights: Var | StructInfo | None = None,
-    ) -> Function:
-        """The loss as a Relax function of ``(predictions, one-hot targets[, weights])``."""
-        params = self._params(predictions, targets, weights)
-        predictions_var, targets_var, weight = params
-        dtype = targets_var.struct_info.dtype
+    def _check(self, predictions: Var, targets: Var, weights: Var | None) -> None:
+        dtype = targets.struct_info.dtype
         if "int" not in dtype:
             raise StructInfoError(
                 f"{self._loss_name}: the one-hot targets must be an int tensor, got {dtype}"
             )
-        _same_shape(self._loss_name, predictions_var, targets_var)
+        _same_shape(self._loss_name, predictions, targets)
 
-        def body(bb: BlockBuilder) -> Expr:
-            log_probs = bb.emit(op.nn.log_softmax(predictions_var))
-            if self.ignore_index >= 0:
-                # Only a class index can equal ignore_index: nll_loss of the argmax. TVM
-                # reshapes the (N,) argmax to (N,), a copy left out here.
-                labels = bb.emit(op.argmax(targets_var, axis=1))
-                return self._nll_loss(log_probs, labels, weight)
-            one_hot = op.astype(targets_var, predictions_var.struct_info.dtype)
-            losses = op.multiply(op.negative(log_probs), one_hot)
-            if weight is not None:
-                losses = op.multiply(losses, weight)
-            return self._with_reduction(losses)
-
-        return self._function(params, body)
+    def _body(self, bb: BlockBuilder, predictions: Var, targets: Var, weights: Var | None) -> Expr:
+        log_probs = bb.emit(op.nn.log_softmax(predictions))
+        if self.ignore_index >= 0:
+            # Only a class index can equal ignore_index: nll_loss of the argmax. TVM
+            # reshapes the (N,) argmax to (N,), a copy left out here.
+            labels = bb.emit(op.argmax(targets, axis=1))
+            return self._nll_loss(log_probs, labels, weights)
+        one_hot = op.astype(targets, predictions.struct_info.dtype)
+        losses = op.multiply(op.negative(log_probs), one_hot)
+        if weights is not None:
+            losses = op.multiply(losses, weights)
+        return self._with_reduction(losses)
