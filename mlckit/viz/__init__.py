@@ -7,7 +7,8 @@ its trace); which picture depends on what ``obj`` is:
 IRModule                       its functions and who calls whom (``function="main"`` draws
                                that one function instead, with the module to resolve calls)
 relax.Function                 the dataflow graph (``rankdir``, ``expand_fused``,
-                               ``edge_labels``, ``legend``, ``mod``)
+                               ``edge_labels``, ``legend``, ``mod``; an adjoint in its
+                               forward and backward parts, ``backward``)
 tir.PrimFunc, TensorIR stmt    the loop nest as a tree (``show_buffers``, ``max_depth``)
 PrimExpr                       the expression tree (``max_depth``)
 StructInfo                     the struct info tree

@@ -10,6 +10,35 @@ Fill colours say how FuseOps sees an operator: its op pattern. A ``call_tir`` ta
 pattern of the PrimFunc it calls (its ``op_pattern`` attribute, or the analysis when the
 attribute is missing); a high-level operator takes the pattern of the PrimFunc it legalizes to,
 so the picture before LegalizeOps already shows what fusion will do.
+
+The function ``relax.transform.Gradient`` adds (``main_adjoint``) is drawn in two parts, each a
+cluster of its own in one fill: *forward*, which computes ``main``'s result, and *backward*,
+which computes the gradients; the fill then says which part a node is in, instead of its op
+pattern. The rule is structural, read from what the function returns, not from names: an
+adjoint returns ``(result, (grad, ...))``, so a binding is *forward* when the result depends on
+it (the first field reads it, directly or through other bindings) and *backward* otherwise, as
+only the gradients need it. The adjoint of ``sum((a + b) * b)``::
+
+    lv = R.add(a, b)                          forward: lv1 reads it
+    lv1 = R.multiply(lv, b)                   forward: gv reads it
+    gv = R.sum(lv1)                           forward: the result
+    gv_adjoint = R.ones(R.shape([]))          backward: the seed, d gv / d gv
+    lv1_adjoint = R.broadcast_to(gv_adjoint, R.shape([3]))
+    lv_adjoint = R.multiply(lv1_adjoint, b)
+    b_adjoint = R.multiply(lv1_adjoint, lv)   backward, reading the forward lv
+    a_adjoint = lv_adjoint
+    b_adjoint1 = R.add(b_adjoint, lv_adjoint)
+    a_adjoint_out = a_adjoint                 backward: the gradients returned
+    b_adjoint_out = b_adjoint1
+    return (gv, (a_adjoint_out, b_adjoint_out))
+
+The rule also places what the seed never reaches: zeros for a parameter the target does not
+depend on, or a mask the nll_loss gradient computes from the labels alone. An edge from a
+forward value into the backward part (``lv`` into ``b_adjoint``) is dashed and coloured: it is
+what the backward pass keeps from the forward one (the activations a training step holds in
+memory). The parts are drawn for a function named ``<name>_adjoint`` that returns a pair whose
+second field is a tuple, or when ``backward=True`` asks for them; ``backward=False`` draws op
+patterns as for any other function.
 """
 
 from __future__ import annotations
@@ -24,12 +53,14 @@ from mlckit.relax import expr as rx
 from mlckit.relax.analysis import used_vars
 from mlckit.relax.analysis.op_pattern import OpPatternKind, analyze_op_pattern
 from mlckit.relax.block_builder import BlockBuilder
+from mlckit.relax.struct_info import TupleStructInfo
 from mlckit.relax.transform.legalize_ops.common import get_legalize
 from mlckit.tir.function import PrimFunc
 
 from . import style
 from .picture import Picture
 
+_FORWARD, _BACKWARD = "forward", "backward"
 _CALL_TIR_OPS = frozenset({"relax.call_tir", "relax.call_tir_inplace", "relax.call_tir_with_grad"})
 # Above this many nodes a graph is drawn for speed rather than for a textbook.
 _LARGE = 60
@@ -58,11 +89,23 @@ class _Binding:
 
 
 class _DataflowDrawer:
-    def __init__(self, mod: IRModule | None, expand_fused: bool, edge_labels: bool):
+    def __init__(
+        self,
+        mod: IRModule | None,
+        expand_fused: bool,
+        edge_labels: bool,
+        backward: set[rx.Var] | None = None,
+    ):
         self.pic = Picture()
         self.mod = mod
         self.expand_fused = expand_fused
         self.edge_labels = edge_labels
+        # The backward bindings of an adjoint drawn in parts (None: no parts), the part each
+        # node is in, and the part of the binding being drawn (an expanded fused call's nodes
+        # take their call's part).
+        self.backward = backward
+        self._node_part: dict[str, str] = {}
+        self._part: str | None = None
         self._pattern_cache: dict[Any, OpPatternKind | None] = {}
         # In a large graph every further use of a parameter gets a copy of its node: one
         # input feeding layers far apart (a mask, a position table) would otherwise cross the
@@ -94,7 +137,22 @@ class _DataflowDrawer:
         )
         for source, sinfo in results:
             self._edge(source, ret, sinfo)
+        if self.backward is not None:
+            self._backward_below_forward()
         return self.pic
+
+    def _backward_below_forward(self) -> None:
+        """Invisible edges from the forward part's last nodes to the backward nodes that read
+        no other binding (the seed, zeros, masks of the labels): without them dot ranks those
+        at the top, beside the forward part, though the backward pass starts from its end."""
+        part = self._node_part
+        reads_binding = {head for tail, head, _ in self.pic.edges if tail in part}
+        feeds_forward = {tail for tail, head, _ in self.pic.edges if part.get(head) == _FORWARD}
+        last = [n for n, p in part.items() if p == _FORWARD and n not in feeds_forward]
+        first = [n for n, p in part.items() if p == _BACKWARD and n not in reads_binding]
+        for tail in last:
+            for head in first:
+                self.pic.edge(tail, head, style="invis")
 
     def _draw_body(
         self, body: rx.Expr, cluster: str | None, env: dict[rx.Var, list[str]], prefix: str
@@ -114,12 +172,32 @@ class _DataflowDrawer:
                     color="#888888",
                     fontcolor="#555555",
                 )
+            part_clusters: dict[str, str] = {}
             for binding in block.bindings:
                 outputs = isinstance(block, rx.DataflowBlock) and not isinstance(
                     binding.var, rx.DataflowVar
                 )
-                self._draw_binding(binding, block_cluster, env, prefix, outputs and not prefix)
+                binding_cluster = block_cluster
+                if self.backward is not None and not prefix:
+                    self._part = _BACKWARD if binding.var in self.backward else _FORWARD
+                    if self._part not in part_clusters:
+                        part_clusters[self._part] = self._part_cluster(
+                            self._part, index, block_cluster
+                        )
+                    binding_cluster = part_clusters[self._part]
+                self._draw_binding(binding, binding_cluster, env, prefix, outputs and not prefix)
         return self._sources(body.body, cluster, env, prefix)
+
+    def _part_cluster(self, part: str, block_index: int, parent: str | None) -> str:
+        caption, colour = style.ADJOINT_PARTS[part]
+        return self.pic.cluster(
+            f"{part}_{block_index}",
+            f"<{style.bold(part)}<br/>{style.small(caption)}>",
+            parent,
+            style="rounded",
+            color=colour,
+            penwidth="2",
+        )
 
     def _draw_binding(
         self,
@@ -143,11 +221,17 @@ class _DataflowDrawer:
             lines.append(style.small(info.caption or caption))
         lines.append(style.bold(info.title))
         lines.append(style.code(f"{var.name_hint}: {style.compact_sinfo(var.struct_info_)}"))
-        attrs = dict(attrs, fillcolor=style.pattern_colour(info.pattern))
+        if self._part is None:
+            fill = style.pattern_colour(info.pattern)
+        else:
+            fill = style.ADJOINT_PARTS[self._part][1]
+        attrs = dict(attrs, fillcolor=fill)
         if is_output:
             attrs["style"] += ",bold"
         node_id = self.pic.new_id("v", prefix + var.name_hint)
         self.pic.node(node_id, style.html_label(lines), cluster, shape="box", **attrs)
+        if self._part is not None:
+            self._node_part[node_id] = self._part
         for expr in info.inputs:
             for source, sinfo in self._sources(expr, cluster, env, prefix):
                 self._edge(source, node_id, sinfo)
@@ -222,7 +306,11 @@ class _DataflowDrawer:
 
     def _edge(self, tail: str, head: str, sinfo: Any) -> None:
         label = style.shape_text(sinfo) if self.edge_labels and sinfo is not None else None
-        self.pic.edge(tail, head, label=label)
+        parts = (self._node_part.get(tail), self._node_part.get(head))
+        if parts == (_FORWARD, _BACKWARD):  # a value the backward part keeps from the forward one
+            self.pic.edge(tail, head, label=label, **style.KEPT_FOR_BACKWARD)
+        else:
+            self.pic.edge(tail, head, label=label)
 
     # ------------------------------------------------------------------ what a binding is
     def describe(self, value: Any) -> _Binding:
@@ -334,6 +422,39 @@ def _literal_text(expr: Any) -> str:
     return repr(getattr(expr, "value", type(expr).__name__))
 
 
+def backward_bindings(func: rx.Function) -> set[rx.Var] | None:
+    """The variables of ``func``'s backward bindings, when it returns ``(result, (grad, ...))``
+    as an adjoint does (None otherwise): those the result does not depend on."""
+    bindings = {
+        binding.var: binding.value  # type: ignore[attr-defined]
+        for block in getattr(func.body, "blocks", ())
+        for binding in block.bindings
+    }
+    returned = func.body.body if isinstance(func.body, rx.SeqExpr) else func.body
+    while isinstance(returned, rx.Var) and returned in bindings:
+        returned = bindings[returned]
+    if not (
+        isinstance(returned, rx.Tuple)
+        and len(returned.fields) == 2
+        and isinstance(returned.fields[1].struct_info_, TupleStructInfo)
+    ):
+        return None
+    # Walking the bindings backwards visits each one after every binding that reads it.
+    forward = set(used_vars(returned.fields[0]))
+    for var in reversed(bindings):
+        if var in forward:
+            forward.update(used_vars(bindings[var]))
+    return set(bindings) - forward
+
+
+def _function_name(func: rx.Function, mod: IRModule | None) -> str:
+    if mod is not None:
+        for gvar, member in mod.functions.items():
+            if member is func:
+                return gvar.name_hint
+    return str(func.attrs.get("global_symbol", ""))
+
+
 def dataflow_picture(
     func: rx.Function,
     mod: IRModule | None = None,
@@ -342,12 +463,27 @@ def dataflow_picture(
     expand_fused: bool = False,
     edge_labels: bool = True,
     legend: bool = False,
+    backward: bool | None = None,
 ) -> Picture:
     """The dataflow graph of ``func``; ``mod`` (the module it is in) resolves the functions it
-    calls, for their op patterns and for drawing fused sub-functions."""
+    calls, for their op patterns and for drawing fused sub-functions. ``backward`` draws the
+    forward and backward parts of an adjoint (see the module doc): None draws them for a
+    function named ``*_adjoint`` that returns ``(result, (grad, ...))``."""
     if expand_fused and mod is None:
         raise MLCError("expand_fused=True needs the module that holds the fused functions: mod=")
-    pic = _DataflowDrawer(mod, expand_fused, edge_labels).draw(func)
+    parts = None
+    if backward is not False:
+        parts = backward_bindings(func)
+        if backward is None and not _function_name(func, mod).endswith("_adjoint"):
+            parts = None
+        elif backward and parts is None:
+            returns = style.compact_sinfo(func.ret_struct_info)
+            raise MLCError(
+                "backward=True draws an adjoint, a function returning (result, (grad, ...)) as "
+                f"relax.transform.Gradient makes; {_function_name(func, mod) or 'this one'} "
+                f"returns {returns}"
+            )
+    pic = _DataflowDrawer(mod, expand_fused, edge_labels, parts).draw(func)
     if len(pic.nodes) > _LARGE:
         # dot lays an edge label out as a node of its own, which makes big graphs (long edges
         # from a widely used input above all) slow to draw; an xlabel is placed afterwards.
@@ -357,24 +493,30 @@ def dataflow_picture(
         ]
     pic.graph_attrs.update(rankdir=rankdir, nodesep="0.3", ranksep="0.35")
     if legend:
-        add_legend(pic)
+        add_legend(pic, adjoint=parts is not None)
     return pic
 
 
-def add_legend(pic: Picture) -> None:
-    """A key to the fills (op patterns) and borders (kinds of call), as the graph's label: a
-    node would take a rank and stretch the picture around it."""
+def add_legend(pic: Picture, adjoint: bool = False) -> None:
+    """A key to the fills (op patterns, or an adjoint's parts) and borders (kinds of call), as
+    the graph's label: a node would take a rank and stretch the picture around it."""
     fills: dict[str, str] = {}
-    for name, colour in style.PATTERN_GROUPS.values():
-        fills.setdefault(name, colour)
+    if adjoint:
+        fills = {
+            f"{part}: {caption}": colour for part, (caption, colour) in style.ADJOINT_PARTS.items()
+        }
+    else:
+        for name, colour in style.PATTERN_GROUPS.values():
+            fills.setdefault(name, colour)
     rows = ['<tr><td colspan="2"><b>key</b></td></tr>']
     rows += [
         f'<tr><td bgcolor="{colour}" width="18"> </td><td align="left">{style.esc(name)}</td></tr>'
         for name, colour in fills.items()
     ]
+    borders = [*_BORDERS, _KEPT] if adjoint else _BORDERS
     rows += [
         f'<tr><td>{style.esc(border)}</td><td align="left">{style.esc(meaning)}</td></tr>'
-        for border, meaning in _BORDERS
+        for border, meaning in borders
     ]
     table = '<table border="0" cellborder="1" cellspacing="2" cellpadding="3">'
     pic.graph_attrs.update(label=f"<{table}{''.join(rows)}</table>>", labeljust="r", fontsize="10")
@@ -386,3 +528,4 @@ _BORDERS = [
     ("double", "fused function"),
     ("thick", "function output"),
 ]
+_KEPT = ("dashed arrow", "a forward value the backward part reads")

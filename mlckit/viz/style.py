@@ -50,6 +50,15 @@ PATTERN_GROUPS: dict[OpPatternKind, tuple[str, str]] = {
 }
 
 
+# An adjoint's two parts (mlckit.viz.relax_graph): what each computes, and its fill and frame.
+ADJOINT_PARTS: dict[str, tuple[str, str]] = {
+    "forward": ("computes the result", LIGHT_BLUE),
+    "backward": ("computes the gradients", PINK),
+}
+# An edge from the forward part into the backward one: Tol's "vibrant" magenta, dashed.
+KEPT_FOR_BACKWARD = {"color": "#EE3377", "style": "dashed", "penwidth": "1.5"}
+
+
 def pattern_colour(kind: OpPatternKind | None) -> str:
     """The fill of an operator of pattern ``kind`` (white when the pattern is not known)."""
     return WHITE if kind is None else PATTERN_GROUPS[kind][1]
