@@ -9,6 +9,7 @@ to ``lv``). Symbolic dimensions are int64 TensorIR variables shared by name in t
 from __future__ import annotations
 
 import ast
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -47,7 +48,7 @@ from mlckit.tir.expr import Var as TirVar
 from .core import MISSING, Environment, Parser, is_docstring, single_target
 from .diagnostics import Source
 from .dialects import Dialect, register_dialect
-from .evaluator import did_you_mean
+from .evaluator import did_you_mean, plain_signature
 from .markers import ScriptStatement
 
 # Leaves may be a function's result as they are; anything else is bound to a variable first.
@@ -61,6 +62,27 @@ _LEGACY_STATEMENTS = {
 }
 # Pre-0.1 relax wrote struct info without the R. prefix (`x: Tensor((3, 4), "float32")`).
 _LEGACY_NAMES = {"Tensor": R.Tensor, "Tuple": R.Tuple, "Shape": R.Shape, "Object": R.Object}
+# The methods TVM's relax expressions have (ExprWithOp; its other operations are operators):
+# `targets.astype("float32")` is R.astype(targets, "float32"), and prints in that form.
+_EXPR_METHODS: dict[str, Callable[..., Expr]] = {"astype": R.astype}
+
+
+class MethodOfExpr:
+    """``expr.<method>`` before it is called: the R.<op> with ``expr`` as its first argument.
+    Messages about its arguments show the op's signature without that first parameter."""
+
+    def __init__(self, text: str, name: str, owner: Expr):
+        self.text = text
+        self.op = _EXPR_METHODS[name]
+        self.owner = owner
+        signature = plain_signature(inspect.signature(self.op))
+        self.__signature__ = signature.replace(parameters=list(signature.parameters.values())[1:])
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Expr:
+        return self.op(self.owner, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"{self.text}, not called: write {self.text}{self.__signature__}"
 
 
 def declare_function(
@@ -128,9 +150,16 @@ class RelaxParser(Parser):
                 "an R.function takes plain parameters (no defaults, *args, "
                 "keyword-only or positional-only parameters)",
             )
-        # `n = T.int64()` in the body may declare what the signature uses as `n`.
+        # `n = T.int64()` in the body may declare what the signature uses as `n`. Only a value
+        # that reads names from outside the function is looked at: no variable exists yet, and
+        # `y = x.astype("float32")` has the form of `n = T.var("int64")`.
+        param_names = {arg.arg for arg in args.args}
         for stmt in node.body:
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and self.reads_outside_names_only(stmt.value, param_names)
+            ):
                 for name_node, var in self.symbolic_declarations(stmt.targets[0], stmt.value) or ():
                     self.symbols.setdefault(name_node.id, var)
         for name, var in self.symbols.items():
@@ -149,6 +178,14 @@ class RelaxParser(Parser):
         for param in params:
             self.vars.add(param.name_hint, param)
         return params, ret
+
+    def reads_outside_names_only(self, value: ast.expr, param_names: set[str]) -> bool:
+        """Whether every name ``value`` reads comes from outside the function (``T``)."""
+        return all(
+            name.id not in param_names and self.env.get(name.id) is not MISSING
+            for name in ast.walk(value)
+            if isinstance(name, ast.Name)
+        )
 
     def parse(self, node: ast.FunctionDef, options: dict[str, Any]) -> Function:
         with R.symbol_scope(self.symbols):
@@ -198,7 +235,22 @@ class RelaxParser(Parser):
             )
         return super().undefined_name(name, node)
 
+    def attribute(self, owner: Any, node: ast.Attribute) -> Any:
+        if isinstance(owner, Expr) and node.attr in _EXPR_METHODS:
+            return MethodOfExpr(ast.unparse(node), node.attr, owner)
+        if isinstance(owner, Expr) and not self.env.trusted:
+            return self.missing_attribute(owner, node)
+        return super().attribute(owner, node)
+
     def missing_attribute(self, owner: Any, node: ast.Attribute) -> Any:
+        if isinstance(owner, Expr):
+            methods = ", ".join(f".{name}(...)" for name in _EXPR_METHODS)
+            raise self.error(
+                node,
+                f"`{ast.unparse(node)}`: a relax expression has no method {node.attr!r}; its "
+                f"methods are {methods}, and R.<op>(...) calls every operator"
+                f"{did_you_mean(node.attr, _EXPR_METHODS)}",
+            )
         if owner is relax_module:
             if node.attr in _LEGACY_STATEMENTS:
                 return _LEGACY_STATEMENTS[node.attr]
@@ -223,6 +275,8 @@ class RelaxParser(Parser):
         return value
 
     def call_value(self, node: ast.Call, func: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if isinstance(func, MethodOfExpr):
+            return func(*args, **kwargs)
         if isinstance(func, (GlobalVar, Expr)):
             if kwargs:
                 raise MLCError("a call of a relax function takes positional arguments only")
