@@ -4,6 +4,8 @@ Each assignment of a relax expression becomes a binding whose variable gets the 
 that normalization infers (or the annotation's). Nested calls are bound to fresh variables
 first, giving the A-normal form every pass expects (``R.matmul(x, w) + b`` binds the matmul
 to ``lv``). Symbolic dimensions are int64 TensorIR variables shared by name in the function.
+A relax expression's one method, as TVM's expressions have it, is ``astype``:
+``targets.astype("float32")`` reads as ``R.astype(targets, "float32")``, and prints so.
 """
 
 from __future__ import annotations
