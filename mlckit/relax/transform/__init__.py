@@ -7,6 +7,7 @@ from .canonicalize_bindings import CanonicalizeBindings
 from .dead_code_elimination import DeadCodeElimination
 from .fold_batchnorm_to_conv2d import FoldBatchnormToConv2D
 from .fold_constant import FoldConstant
+from .forward_gradient import ForwardGradient
 from .fuse_ops import FuseOps
 from .fuse_ops_by_pattern import FuseOpsByPattern, FusionError, FusionPattern, PatternCheckContext
 from .fuse_tir import FuseTIR
@@ -25,6 +26,7 @@ __all__ = [
     "DeadCodeElimination",
     "FoldBatchnormToConv2D",
     "FoldConstant",
+    "ForwardGradient",
     "FuseOps",
     "FuseOpsByPattern",
     "FuseTIR",
