@@ -38,6 +38,7 @@ __all__ = [
     "cnn_reference",
     "dataset_dir",
     "fashion_mnist",
+    "fashion_mnist_split",
     "load_idx_labels",
     "mlp_params",
     "mlp_reference",
@@ -171,6 +172,32 @@ def fashion_mnist(split: Split = "sprite900", dtype: str = "uint8") -> FashionMN
     if dtype == "float32":
         images = images.astype(np.float32) / np.float32(255)
     return FashionMNIST(images, labels, CLASS_NAMES)
+
+
+def fashion_mnist_split(
+    train_size: int = 1500, test_size: int = 400, seed: int = 0, dtype: str = "float32"
+) -> tuple[FashionMNIST, FashionMNIST]:
+    """The 1,900 shipped images cut into a training set and a held-out set, each with the
+    classes in the same proportions (stratified), the same cut for the same ``seed``."""
+    from sklearn.model_selection import train_test_split
+
+    every = fashion_mnist("all", dtype)
+    if train_size + test_size > len(every.labels):
+        raise DatasetError(
+            f"{train_size} + {test_size} images asked for, but {len(every.labels)} are shipped"
+        )
+    train_images, test_images, train_labels, test_labels = train_test_split(
+        every.images,
+        every.labels,
+        train_size=train_size,
+        test_size=test_size,
+        stratify=every.labels,
+        random_state=seed,
+    )
+    return (
+        FashionMNIST(train_images, train_labels, CLASS_NAMES),
+        FashionMNIST(test_images, test_labels, CLASS_NAMES),
+    )
 
 
 def torch_dataset(split: Split = "sprite900") -> Any:

@@ -160,6 +160,16 @@ class IRModule(Node):
         mod.attrs[key] = value
         return mod
 
+    def with_attrs(self, attrs: Mapping[str, Any]) -> "IRModule":
+        mod = self.copy()
+        mod.attrs.update(attrs)
+        return mod
+
+    def without_attr(self, key: str) -> "IRModule":
+        mod = self.copy()
+        mod.attrs.pop(key, None)
+        return mod
+
     def get_attr(self, key: str, default: Any = None) -> Any:
         return self.attrs.get(key, default)
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from mlckit.errors import StructuralMismatchError
+from mlckit.runtime.ndarray import NDArray
 
 from .module import GlobalVar
 from .node import Node
@@ -47,6 +48,7 @@ class _EqualChecker:
     def check(self, lhs: Any, rhs: Any, path: str, lhs_node: Any, rhs_node: Any) -> None:
         if lhs is rhs and not isinstance(lhs, Node):
             return
+        lhs, rhs = _host(lhs), _host(rhs)
         if isinstance(lhs, Node) or isinstance(rhs, Node):
             self._check_node(lhs, rhs, path, lhs_node, rhs_node)
             return
@@ -106,6 +108,11 @@ class _EqualChecker:
         self.stack.pop()
 
 
+def _host(value: Any) -> Any:
+    """A tensor held as a value (a module attribute) compares and hashes by its contents."""
+    return value.numpy() if isinstance(value, NDArray) else value
+
+
 def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
 
@@ -163,6 +170,7 @@ class _Hasher:
         self.keepalive: list[Any] = []
 
     def feed(self, h: "hashlib._Hash", value: Any) -> None:
+        value = _host(value)
         if isinstance(value, Node):
             h.update(type(value).__qualname__.encode())
             if isinstance(value, GlobalVar):

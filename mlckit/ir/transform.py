@@ -202,6 +202,10 @@ def _make_pass_decorator(make: Callable[[Callable, PassInfo], Pass], kind: str, 
                     def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
                         return self._impl.transform(mod, ctx)
 
+                # The pass keeps the class's constants (``SetupTrainer.BACKBONE_FUNC``).
+                for key, value in vars(func_or_class).items():
+                    if not key.startswith("_") and not callable(value):
+                        setattr(ClassPass, key, value)
                 ClassPass.__name__ = func_or_class.__name__
                 ClassPass.__qualname__ = func_or_class.__qualname__
                 ClassPass.__doc__ = func_or_class.__doc__

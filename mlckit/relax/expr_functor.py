@@ -326,6 +326,14 @@ def visitor(cls: type) -> type:
     return cls
 
 
+def substitute_vars(expr: Expr, remap: dict[Var, Var]) -> Expr:
+    """``expr`` reading ``remap[v]`` wherever it read a variable ``v`` of ``remap`` (a pass
+    that copies bindings into a new function reads the new function's variables)."""
+    mutator = ExprMutator()
+    mutator.var_remap_ = remap  # type: ignore[assignment]
+    return mutator.visit_expr(expr)
+
+
 __all__ = [
     "ExprFunctor",
     "ExprMutator",
@@ -333,5 +341,6 @@ __all__ = [
     "PyExprMutator",
     "PyExprVisitor",
     "mutator",
+    "substitute_vars",
     "visitor",
 ]

@@ -44,6 +44,6 @@ def tensor(dtype: str, shape: Any, b64: str) -> NDArray:
     return array(np.frombuffer(raw, dtype=np_dtype).astype(dtype).reshape(shape))
 
 
-@statement("I", 'I.module_attrs({"key": value})')
+@statement("I", 'I.module_attrs({"key": value})', in_class_body=True)
 def module_attrs(attrs: dict) -> None:
     """Attributes of the IRModule, written in the class body."""

@@ -16,6 +16,7 @@ from mlckit.datasets import (
     cnn_reference,
     dataset_dir,
     fashion_mnist,
+    fashion_mnist_split,
     load_idx_labels,
     mlp_params,
     mlp_reference,
@@ -171,3 +172,18 @@ def test_torch_dataset_yields_what_torchvision_to_tensor_does() -> None:
     images, labels = next(iter(loader))
     assert images.shape == (4, 1, 28, 28) and labels.shape == (4,)
     assert float(images.min()) >= 0.0 and float(images.max()) <= 1.0
+
+
+def test_fashion_mnist_split_is_stratified_disjoint_and_repeatable():
+    train, test = fashion_mnist_split()
+    assert train.images.shape == (1500, 28, 28) and test.images.shape == (400, 28, 28)
+    assert train.images.dtype == np.float32
+    # Each class is held out in its proportion of all 1,900 images.
+    everything = np.bincount(fashion_mnist("all").labels)
+    assert np.all(np.abs(np.bincount(test.labels) - 400 * everything / 1900) < 1)
+    train_rows = {image.tobytes() for image in train.images}
+    assert not any(image.tobytes() in train_rows for image in test.images)
+    again, _ = fashion_mnist_split()
+    assert np.array_equal(again.labels, train.labels)
+    with pytest.raises(DatasetError, match=r"1500 \+ 401 images asked for, but 1900 are shipped"):
+        fashion_mnist_split(1500, 401)

@@ -215,8 +215,10 @@ def _abs(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
 
 @register_gradient("relax.nn.relu")
 def _relu(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+    # At x = 0 the gradient passes (TVM's choice; torch's stops it): a network whose
+    # weights all start at zero then still learns.
     x = call.args[0]
-    return [_zero_where_not(binary.greater(x, _scalar(0.0, x)), grad)]
+    return [_zero_where_not(binary.greater_equal(x, _scalar(0.0, x)), grad)]
 
 
 @register_gradient("relax.astype")

@@ -53,7 +53,7 @@ from ..expr import (
     TupleGetItem,
     Var,
 )
-from ..expr_functor import ExprMutator
+from ..expr_functor import substitute_vars
 from ..op._op_gradient import gradient_rule
 from ..op._registry import op_name
 from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
@@ -88,14 +88,6 @@ def Gradient(
         return mod
 
     return gradient
-
-
-class _Substitute(ExprMutator):
-    """Rewrites a forward value to read the adjoint function's copies of the variables."""
-
-    def __init__(self, remap: dict[Var, Var]):
-        super().__init__()
-        self.var_remap_ = remap  # type: ignore[assignment]
 
 
 class _AdjointBuilder:
@@ -207,7 +199,7 @@ class _AdjointBuilder:
                 forward = self._copy_forward()
                 self._backward(forward)
                 grads = [self._output(var) for var in self.required]
-            result = _Substitute(self.remap).visit_expr(func.body.body)  # type: ignore[attr-defined]
+            result = substitute_vars(func.body.body, self.remap)  # type: ignore[attr-defined]
             bb.emit_func_output(Tuple([result, Tuple(grads)]))
         # Forward bindings the result does not read go, as in TVM (so do zeros never added).
         return remove_all_unused(bb.get()[adjoint_name])
@@ -216,7 +208,7 @@ class _AdjointBuilder:
         copies = []
         for binding in self.block.bindings:
             var, name = binding.var, binding.var.name_hint
-            value = _Substitute(self.remap).visit_expr(binding.value)  # type: ignore[attr-defined]
+            value = substitute_vars(binding.value, self.remap)  # type: ignore[attr-defined]
             if isinstance(binding, MatchCast):
                 new = self.bb.emit_match_cast(value, binding.struct_info, name)
             elif isinstance(var, DataflowVar):

@@ -13,6 +13,7 @@ import numpy as np
 
 from mlckit.errors import MLCError, ParseError, StructInfoError
 from mlckit.ir.dtype import check_dtype
+from mlckit.runtime.ndarray import NDArray
 from mlckit.tir.expr import PrimExpr, SizeVar, Var
 
 from .diagnostics import Source, is_located, located
@@ -268,7 +269,7 @@ class Parser:
                     node,
                     f"{what}: the value of {key!r} holds {describe_value(wrong)}; attribute "
                     "values are numbers, strings, booleans, None, TensorIR expressions, "
-                    "and lists, tuples and dicts of them",
+                    "tensors (I.tensor) and lists, tuples and dicts of them",
                 )
         return attrs
 
@@ -346,7 +347,7 @@ def _unprintable(value: Any) -> Any:
     """The part of an attribute value that does not print as text that reads back, or None."""
     if isinstance(value, int) and not -(2**63) <= value < 2**63:
         return value  # attributes are int64, as in TVM
-    if value is None or isinstance(value, (numbers.Number, np.bool_, str, PrimExpr)):
+    if value is None or isinstance(value, (numbers.Number, np.bool_, str, PrimExpr, NDArray)):
         return None
     if isinstance(value, (list, tuple)):
         items: list[Any] = list(value)

@@ -16,6 +16,7 @@ namespaces are made of them and the parser tells them apart.
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -31,15 +32,21 @@ from .evaluator import plain_signature
 class ScriptStatement:
     """A TVMScript statement builder. ``signature`` documents and checks its arguments."""
 
-    def __init__(self, name: str, usage: str, fn: Callable[..., Any]):
+    def __init__(self, name: str, usage: str, fn: Callable[..., Any], in_class_body: bool = False):
         self.name = name
         self.usage = usage
+        # A statement of a module's class body runs when Python defines the class, before
+        # the decorator parses it: there it does nothing.
+        self.in_class_body = in_class_body
         self.signature = plain_signature(inspect.signature(fn))
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__
         self.__wrapped__ = fn
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        caller = sys._getframe(1).f_locals
+        if self.in_class_body and "__module__" in caller and "__qualname__" in caller:
+            return None
         raise MLCError(f"{self.name} can only be used in TVMScript, as `{self.usage}`")
 
     def __repr__(self) -> str:
@@ -55,11 +62,14 @@ class ScriptStatement:
         return dict(bound.arguments)
 
 
-def statement(prefix: str, usage: str) -> Callable[[Callable[..., Any]], ScriptStatement]:
-    """Declare a statement builder ``prefix.<function name>`` with the given usage hint."""
+def statement(
+    prefix: str, usage: str, in_class_body: bool = False
+) -> Callable[[Callable[..., Any]], ScriptStatement]:
+    """Declare a statement builder ``prefix.<function name>`` with the given usage hint
+    (``in_class_body``: written in an ``@I.ir_module`` class's body)."""
 
     def wrap(fn: Callable[..., Any]) -> ScriptStatement:
-        return ScriptStatement(f"{prefix}.{fn.__name__}", usage, fn)
+        return ScriptStatement(f"{prefix}.{fn.__name__}", usage, fn, in_class_body)
 
     return wrap
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,6 +12,7 @@ from mlckit.ir.module import GlobalVar
 from mlckit.ir.name_supply import NameSupply
 from mlckit.ir.node import Node
 from mlckit.ir.op import Op
+from mlckit.runtime.ndarray import NDArray
 from mlckit.tir import expr as tx
 
 from .doc import RESERVED_NAMES, Lines, float_literal, quote
@@ -100,6 +102,8 @@ class PrinterBase:
             return "{" + ", ".join(items) + "}"
         if isinstance(v, np.ndarray):
             return self.value(v.tolist())
+        if isinstance(v, NDArray):  # a module's tensors (a trainer's initial optimizer state)
+            return tensor_text(v.numpy())
         return repr(v)
 
     @staticmethod
@@ -120,3 +124,11 @@ class PrinterBase:
         if isinstance(node, Op):
             return f"Op({quote(node.name)})"
         return self.generic(node)
+
+
+def tensor_text(data: np.ndarray) -> str:
+    """``I.tensor(dtype, shape, base64)`` of the little-endian C-order bytes of ``data``."""
+    raw = np.asarray(data, dtype=data.dtype.newbyteorder("<"), order="C").tobytes()
+    shape = "(" + ", ".join(str(d) for d in data.shape) + ("," if data.ndim == 1 else "") + ")"
+    encoded = base64.b64encode(raw).decode("ascii")
+    return f"I.tensor({quote(data.dtype.name)}, {shape}, {quote(encoded)})"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 import numpy as np
@@ -17,7 +16,7 @@ from mlckit.tir import stmt as ts
 from mlckit.tir.buffer import Buffer, BufferRegion, MatchBufferRegion
 from mlckit.tir.function import PrimFunc
 
-from .base import Options
+from .base import Options, tensor_text
 from .doc import FUNCTION_NAMES_RESERVED, quote
 from .relax import CONSTANT_KEY, RelaxPrinter
 
@@ -119,7 +118,7 @@ class Printer(RelaxPrinter):
             self.lines.emit(f"{quote(CONSTANT_KEY)}: [")
             with self.lines.indent():
                 for c in self.constants:
-                    self.lines.emit(_tensor_text(np.asarray(c.data)) + ",")
+                    self.lines.emit(tensor_text(np.asarray(c.data)) + ",")
             self.lines.emit("],")
         self.lines.emit("}")
 
@@ -127,14 +126,6 @@ class Printer(RelaxPrinter):
 def _global_symbol(func: BaseFunc) -> str | None:
     symbol = func.attrs.get("global_symbol")  # type: ignore[attr-defined]
     return symbol if isinstance(symbol, str) else None
-
-
-def _tensor_text(data: np.ndarray) -> str:
-    """``I.tensor(dtype, shape, base64)`` of the little-endian C-order bytes of ``data``."""
-    raw = np.asarray(data, dtype=data.dtype.newbyteorder("<"), order="C").tobytes()
-    shape = "(" + ", ".join(str(d) for d in data.shape) + ("," if data.ndim == 1 else "") + ")"
-    encoded = base64.b64encode(raw).decode("ascii")
-    return f"I.tensor({quote(data.dtype.name)}, {shape}, {quote(encoded)})"
 
 
 def script(
