@@ -16,8 +16,7 @@ no differentiated input, an integer index, a shape). At least one tangent is not
 argument (concat's) gets a tuple of tangents. The rule returns an un-normalized relax
 expression with ``var``'s dtype, or None when the output's tangent is zero. Zero tangents are
 skipped rather than computed: ``y = a * b`` with only ``a`` moving has ``y_tangent = a_tangent
-* b``, without a ``+ a * 0`` term. A rule that cannot handle its call raises
-:class:`TransformError`, which ``ForwardGradient`` prefixes with the binding.
+* b``, without a ``+ a * 0`` term.
 
 Worked example, ``y = x * w`` then ``z = exp(y)``, with tangents ``x_t`` and ``w_t``::
 

@@ -242,12 +242,11 @@ class _JvpBuilder:
         if not isinstance(value, Call):
             return self._tangent_of(value)
         tangents = [self._tangent_of(arg) for arg in value.args]
+        if all(t is None for t in tangents):  # it read a variable whose rule answered zero
+            return None
         rule = jvp_rule(value.op.name)  # type: ignore[union-attr]
         copy = self.remap[var]
-        try:
-            return rule(copy, self.bb.lookup_binding(copy), tangents)  # type: ignore[misc, arg-type]
-        except TransformError as error:
-            raise self.fail(f"at {var.name_hint} = {value.op.name}(...): {error}") from None
+        return rule(copy, self.bb.lookup_binding(copy), tangents)  # type: ignore[misc, arg-type]
 
     def _tangent_of(self, expr: Expr) -> Expr | None:
         """The tangent of an argument: a variable's, a tuple's field by field (zeros for the

@@ -549,3 +549,49 @@ def test_every_op_without_a_rule_is_listed():
     assert "floor_divide" not in message and "relax.min" not in message
     assert "ForwardGradient('main')" in message and "register_jvp" in message
     assert isinstance(info.value, MLCError)
+
+
+def test_a_moving_argument_that_does_not_change_the_value():
+    # collapse_sum_like reads only the shape of its second argument: y does not move with b,
+    # and neither does anything computed from y.
+    @I.ir_module
+    class ShapeOnly:
+        @R.function
+        def main(a: R.Tensor((2, 3), "float32"), b: R.Tensor((3,), "float32")):
+            with R.dataflow():
+                y = R.collapse_sum_like(a, b)
+                gv = R.exp(y)
+                R.output(gv)
+            return gv
+
+    a, b, db = _random((2, 3), (3,), (3,), seed=17)
+    after, _, tangent = _check_jvp(
+        ShapeOnly, [a, b], [db], rtol=1e-6, atol=0, require_grads=[ShapeOnly["main"].params[1]]
+    )
+    np.testing.assert_array_equal(tangent, np.zeros(3, F32))
+    assert "y_tangent" not in after["main_jvp"].script()
+
+
+def test_match_cast_casts_the_tangent_too():
+    @I.ir_module
+    class Cast:
+        @R.function
+        def main(x: R.Tensor(("n",), "float32")):
+            with R.dataflow():
+                y = R.match_cast(x, R.Tensor((3,), "float32"))
+                gv = R.exp(y)
+                R.output(gv)
+            return gv
+
+    x, dx = _random((3,), (3,), seed=18)
+    after, _, tangent = _check_jvp(Cast, [x], [dx], rtol=1e-2, atol=1e-3)
+    np.testing.assert_allclose(tangent, np.exp(x) * dx, rtol=1e-6)
+    text = after["main_jvp"].script()
+    assert (
+        'y_tangent: R.Tensor((3,), dtype="float32") = R.match_cast(x_tangent, '
+        'R.Tensor((3,), dtype="float32"))'
+    ) in text
+    assert 'x_tangent: R.Tensor((n,), dtype="float32")' in text  # the same n as x's
+    # main_jvp's n is main's own object (as Gradient's adjoint's is), which a parsed module,
+    # whose functions each define their n, does not share: compare the function alone.
+    assert_structural_equal(from_source(after.script())["main_jvp"], after["main_jvp"])
