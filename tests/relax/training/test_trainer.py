@@ -205,3 +205,21 @@ def test_course_mlp_learns_fashion_mnist():
     accuracy = np.mean(predicted == test.labels)
     assert accuracy >= 0.75, accuracy
     assert np.mean(losses[-30:]) < np.mean(losses[:30]) / 2
+
+
+def test_training_on_cuda_equals_the_cpu():
+    """The same three Adam steps built for "cuda" (numba's simulator where there is no GPU)
+    and for "llvm", both through the default pipeline: same losses, same weights."""
+    results = []
+    for target, device in (("llvm", mlckit.cpu()), ("cuda", mlckit.cuda())):
+        train_mod = SetupTrainer(MSELoss(reduction="sum"), Adam(0.01), [PRED, PRED])(LinearRelu)
+        built = mlckit.build(relax.get_pipeline("default")(train_mod), target)
+        trainer = Trainer(train_mod, relax.VirtualMachine(built, device), device)
+        w0 = np.linspace(-1, 1, 50, dtype="float32").reshape(10, 5)
+        trainer.load_params([w0, np.zeros(5, "float32")])
+        losses = [float(trainer.update(X_ONES, Y_ONE_HOT).numpy()) for _ in range(3)]
+        results.append((losses, trainer.export_params()["w0"].numpy()))
+    (cpu_losses, cpu_w0), (gpu_losses, gpu_w0) = results
+    np.testing.assert_allclose(gpu_losses, cpu_losses, rtol=1e-5)
+    np.testing.assert_allclose(gpu_w0, cpu_w0, rtol=1e-5, atol=1e-7)
+    assert cpu_losses[2] < cpu_losses[0]
