@@ -16,7 +16,9 @@ no differentiated input, an integer index, a shape). At least one tangent is not
 argument (concat's) gets a tuple of tangents. The rule returns an un-normalized relax
 expression with ``var``'s dtype, or None when the output's tangent is zero. Zero tangents are
 skipped rather than computed: ``y = a * b`` with only ``a`` moving has ``y_tangent = a_tangent
-* b``, without a ``+ a * 0`` term.
+* b``, without a ``+ a * 0`` term. A rule that cannot handle its call (a max_pool2d whose
+windows overlap, say) raises :class:`TransformError`, which ``ForwardGradient`` prefixes with
+the binding.
 
 Worked example, ``y = x * w`` then ``z = exp(y)``, with tangents ``x_t`` and ``w_t``::
 
@@ -42,7 +44,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from mlckit.errors import TransformError
+
 from ..expr import Call, Expr, Var
+from ..utils import const_int
 from . import binary, create, manipulate, nn, search, statistical, unary
 from ._op_gradient import _UNARY_DERIVATIVES, _scalar
 
@@ -207,6 +212,53 @@ def _relu(var: Var, call: Call, tangents: Tangents) -> Expr | None:
 def _abs(var: Var, call: Call, tangents: Tangents) -> Expr | None:
     x, x_t = call.args[0], tangents[0]
     return search.where(binary.less(x, _scalar(0.0, x)), unary.negative(x_t), x_t)
+
+
+def _extremum(var: Var, call: Call, tangents: Tangents) -> Expr | None:
+    # max/min over axes: the tangent of the element that reached the extremum (the sum over
+    # tied ones, as the reverse rules would give each of them the gradient).
+    x = call.args[0]
+    axis, keepdims = call.attrs["axis"], call.attrs["keepdims"]
+    reached = var
+    if axis is not None and not keepdims:  # the reduced axes back, as 1s, to broadcast
+        ndim = x.struct_info_.ndim  # type: ignore[union-attr]
+        reached = manipulate.expand_dims(var, sorted(a % ndim for a in axis))
+    hit = search.where(binary.equal(x, reached), tangents[0], _scalar(0.0, var))
+    return statistical.sum(hit, axis, keepdims)
+
+
+register_jvp("relax.max")(_extremum)
+register_jvp("relax.min")(_extremum)
+
+
+@register_jvp("relax.nn.max_pool2d")
+def _max_pool2d(var: Var, call: Call, tangents: Tangents) -> Expr | None:
+    # Windows that tile the input make each output the extremum of its own ph x pw block.
+    attrs = call.attrs
+    shape = [const_int(d) for d in call.args[0].struct_info_.shape_values or ()]  # type: ignore[union-attr]
+    ph, pw = attrs["pool_size"]
+    tiled = (
+        len(shape) == 4
+        and None not in shape
+        and list(attrs["strides"]) == [ph, pw]
+        and list(attrs["dilation"]) == [1, 1]
+        and list(attrs["padding"]) == [0, 0, 0, 0]
+        and attrs["layout"] == attrs["out_layout"] == "NCHW"
+        and shape[2] % ph == 0  # type: ignore[operator]
+        and shape[3] % pw == 0  # type: ignore[operator]
+    )
+    if not tiled:
+        raise TransformError(
+            "the JVP of relax.nn.max_pool2d supports NCHW windows of static size that tile the "
+            "input (strides = pool_size, no padding, no dilation) so far"
+        )
+    n, c, h, w = shape
+    blocks = [n, c, h // ph, ph, w // pw, pw]  # type: ignore[operator]
+    x, x_t = call.args[0], tangents[0]
+    reached = manipulate.reshape(var, [n, c, h // ph, 1, w // pw, 1])  # type: ignore[operator]
+    hit = binary.equal(manipulate.reshape(x, blocks), reached)
+    picked = search.where(hit, manipulate.reshape(x_t, blocks), _scalar(0.0, var))  # type: ignore[arg-type]
+    return statistical.sum(picked, [3, 5])
 
 
 # -------------------------------------------------------------------- elementwise unary

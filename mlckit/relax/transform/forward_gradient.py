@@ -246,7 +246,10 @@ class _JvpBuilder:
             return None
         rule = jvp_rule(value.op.name)  # type: ignore[union-attr]
         copy = self.remap[var]
-        return rule(copy, self.bb.lookup_binding(copy), tangents)  # type: ignore[misc, arg-type]
+        try:
+            return rule(copy, self.bb.lookup_binding(copy), tangents)  # type: ignore[misc, arg-type]
+        except TransformError as error:
+            raise self.fail(f"at {var.name_hint} = {value.op.name}(...): {error}") from None
 
     def _tangent_of(self, expr: Expr) -> Expr | None:
         """The tangent of an argument: a variable's, a tuple's field by field (zeros for the

@@ -357,6 +357,9 @@ OP_CASES = {
         [(2, 3)],
         None,
     ),
+    "max over axes": (lambda x: relax.op.max(x, axis=[0, 2]), [(2, 3, 4)], None),
+    "min keepdims": (lambda x: relax.op.min(x, axis=[1], keepdims=True), [(2, 3, 4)], None),
+    "max of all": (lambda x: relax.op.max(x), [(2, 3)], None),
     "matmul batched": (lambda x, w: relax.op.matmul(x, w), [(2, 5, 4), (4, 3)], None),
     "dense": (lambda x, w: relax.op.dense(x, w), [(2, 4), (3, 4)], None),
     "layout": (
@@ -448,14 +451,15 @@ def test_one_op_tangent_equals_central_differences(name):
     _check_jvp(bb.get(), inputs, directions, rtol=tol, atol=tol, delta=delta)
 
 
-def test_conv2d_relu_equals_torch_forward_mode():
+def test_conv2d_relu_max_pool2d_equals_torch_forward_mode():
     x = relax.Var("x", R.Tensor((2, 3, 8, 8), F32))
     w = relax.Var("w", R.Tensor((4, 3, 3, 3), F32))
     bb = relax.BlockBuilder()
     with bb.function("main", [x, w]):
         with bb.dataflow():
             conv = relax.op.nn.conv2d(x, w, strides=2, padding=1)
-            gv = bb.emit_output(relax.op.nn.relu(conv))
+            pooled = relax.op.nn.max_pool2d(relax.op.nn.relu(conv), pool_size=2, strides=2)
+            gv = bb.emit_output(pooled)
         bb.emit_func_output(gv)
     inputs = _random((2, 3, 8, 8), (4, 3, 3, 3), seed=15)
     directions = _random((2, 3, 8, 8), (4, 3, 3, 3), seed=16)
@@ -463,7 +467,8 @@ def test_conv2d_relu_equals_torch_forward_mode():
     _, tangent = vm["main_jvp"](*inputs, *directions)
 
     def f(a, b):
-        return torch.relu(torch.nn.functional.conv2d(a, b, stride=2, padding=1))
+        conv = torch.nn.functional.conv2d(a, b, stride=2, padding=1)
+        return torch.nn.functional.max_pool2d(torch.relu(conv), 2, 2)
 
     _, expected = torch.func.jvp(
         f, tuple(map(torch.tensor, inputs)), tuple(map(torch.tensor, directions))
@@ -535,18 +540,19 @@ def test_every_op_without_a_rule_is_listed():
         def main(x: R.Tensor((3, 4), "float32"), y: R.Tensor((3, 4), "float32")):
             with R.dataflow():
                 lv1 = R.ewise_fma(x, x, x)
-                lv2 = R.max(lv1, axis=[1])
-                lv3 = R.floor_divide(x, x)  # the result does not read it: not listed
-                lv4 = R.min(y, axis=[1])  # y is not differentiated: not listed
-                gv = R.add(lv2, lv4)
+                lv2 = R.floor_divide(lv1, x)
+                lv3 = R.ewise_fma(x, y, y)  # the result does not read it: not listed
+                lv4 = R.ewise_fma(y, y, y)  # y is not differentiated: not listed
+                index = R.argmax(lv1, axis=1, keepdims=True)  # an int64 index: no tangent
+                gv = R.add(R.add(lv2, lv4), R.astype(index, "float32"))
                 R.output(gv)
             return gv
 
     with pytest.raises(TransformError) as info:
         relax.transform.ForwardGradient("main", NoRules["main"].params[0])(NoRules)
     message = str(info.value)
-    assert "relax.ewise_fma (at lv1)" in message and "relax.max (at lv2)" in message
-    assert "floor_divide" not in message and "relax.min" not in message
+    assert "relax.ewise_fma (at lv1), relax.floor_divide (at lv2);" in message
+    assert "lv3" not in message and "lv4" not in message and "argmax" not in message
     assert "ForwardGradient('main')" in message and "register_jvp" in message
     assert isinstance(info.value, MLCError)
 
@@ -595,3 +601,17 @@ def test_match_cast_casts_the_tangent_too():
     # main_jvp's n is main's own object (as Gradient's adjoint's is), which a parsed module,
     # whose functions each define their n, does not share: compare the function alone.
     assert_structural_equal(from_source(after.script())["main_jvp"], after["main_jvp"])
+
+
+def test_max_pool2d_with_overlapping_windows_has_no_jvp_yet():
+    x = relax.Var("x", R.Tensor((1, 1, 4, 4), F32))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(relax.op.nn.max_pool2d(x, pool_size=2, strides=1))
+        bb.emit_func_output(gv)
+    with pytest.raises(
+        TransformError,
+        match=r"ForwardGradient\('main'\): at gv = relax.nn.max_pool2d\(...\): .*tile the input",
+    ):
+        relax.transform.ForwardGradient("main")(bb.get())
