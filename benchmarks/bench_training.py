@@ -25,32 +25,10 @@ from mlckit.datasets import fashion_mnist_split
 from mlckit.relax.training import SetupTrainer, Trainer
 from mlckit.relax.training.loss import CrossEntropyLoss
 from mlckit.relax.training.optimizer import Adam
-from mlckit.script import from_source
+from mlckit.testing.examples import MLPBackbone
 
-BATCH, EPOCHS, LR, STEPS_PER_ROUND, ROUNDS = 50, 5, 1e-3, 20, 9
-
-BACKBONE = f"""
-@I.ir_module
-class MLP:
-    I.module_attrs({{"param_num": 4, "state_num": 0}})
-
-    @R.function
-    def backbone(
-        x: R.Tensor(({BATCH}, 784), "float32"),
-        w0: R.Tensor((784, 128), "float32"),
-        b0: R.Tensor((128,), "float32"),
-        w1: R.Tensor((128, 10), "float32"),
-        b1: R.Tensor((10,), "float32"),
-    ):
-        with R.dataflow():
-            lv0 = R.matmul(x, w0)
-            lv1 = R.add(lv0, b0)
-            lv2 = R.nn.relu(lv1)
-            lv3 = R.matmul(lv2, w1)
-            out = R.add(lv3, b1)
-            R.output(out)
-        return out
-"""
+BATCH = 50  # MLPBackbone takes batches of 50
+EPOCHS, LR, STEPS_PER_ROUND, ROUNDS = 5, 1e-3, 20, 9
 
 
 def mlckit_trainer(fused: bool) -> Trainer:
@@ -61,7 +39,7 @@ def mlckit_trainer(fused: bool) -> Trainer:
             relax.TensorStructInfo((BATCH, 10), "float32"),
             relax.TensorStructInfo((BATCH,), "int64"),
         ],
-    )(from_source(BACKBONE))
+    )(MLPBackbone)
     built = relax.get_pipeline("default")(train_mod) if fused else train_mod
     vm = relax.VirtualMachine(mlckit.build(built, "llvm"), mlckit.cpu())
     trainer = Trainer(built, vm, mlckit.cpu())

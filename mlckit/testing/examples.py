@@ -7,6 +7,8 @@ with fixed shapes and weights in (out, in) layout; ``MyModuleWithExternCall`` an
 ``tmm16_desc``/``tmm16_impl``: the tensor intrinsic of the course's specialized-hardware
 chapter (``C += A @ B.T`` on 16x16 tiles in the accelerator's memories), its implementation
 calling the extern ``"tmm16"``, which ``tmm16_micro_kernel`` implements for numba.
+``MLPBackbone``: the course MLP (784-128-10, relu) as a training backbone for
+``relax.training.SetupTrainer``, batches of 50, its four weights as parameters.
 """
 
 from __future__ import annotations
@@ -175,6 +177,28 @@ class MyModuleMixture:
             lv0 = R.call_tir(linear0, (x, w0, b0), (1, 128), dtype="float32")
             lv1 = R.call_tir("env.relu", (lv0,), (1, 128), dtype="float32")
             out = R.call_dps_packed("env.linear", (lv1, w1, b1), R.Tensor((1, 10), "float32"))
+            R.output(out)
+        return out
+
+
+@I.ir_module
+class MLPBackbone:
+    I.module_attrs({"param_num": 4, "state_num": 0})
+
+    @R.function
+    def backbone(
+        x: R.Tensor((50, 784), "float32"),
+        w0: R.Tensor((784, 128), "float32"),
+        b0: R.Tensor((128,), "float32"),
+        w1: R.Tensor((128, 10), "float32"),
+        b1: R.Tensor((10,), "float32"),
+    ):
+        with R.dataflow():
+            lv0 = R.matmul(x, w0)
+            lv1 = R.add(lv0, b0)
+            lv2 = R.nn.relu(lv1)
+            lv3 = R.matmul(lv2, w1)
+            out = R.add(lv3, b1)
             R.output(out)
         return out
 

@@ -16,6 +16,7 @@ from mlckit.relax.training.loss import CrossEntropyLoss, MSELoss
 from mlckit.relax.training.optimizer import SGD, Adam, Optimizer
 from mlckit.script import ir as I
 from mlckit.script import relax as R
+from mlckit.testing.examples import MLPBackbone
 
 PRED = relax.TensorStructInfo((1, 5), "float32")
 
@@ -155,28 +156,6 @@ def test_refusals_name_the_problem():
 
 
 # ------------------------------------------------------------------ the course MLP
-@I.ir_module
-class CourseMLP:
-    I.module_attrs({"param_num": 4, "state_num": 0})
-
-    @R.function
-    def backbone(
-        x: R.Tensor((50, 784), "float32"),
-        w0: R.Tensor((784, 128), "float32"),
-        b0: R.Tensor((128,), "float32"),
-        w1: R.Tensor((128, 10), "float32"),
-        b1: R.Tensor((10,), "float32"),
-    ):
-        with R.dataflow():
-            lv0 = R.matmul(x, w0)
-            lv1 = R.add(lv0, b0)
-            lv2 = R.nn.relu(lv1)
-            lv3 = R.matmul(lv2, w1)
-            out = R.add(lv3, b1)
-            R.output(out)
-        return out
-
-
 def test_course_mlp_learns_fashion_mnist():
     """784-128-10 from Xavier weights, Adam, batches of 50, 5 epochs over 1,500 shipped
     images: at least 75% of the 400 held-out images right (torch gets ~80% this way)."""
@@ -184,7 +163,7 @@ def test_course_mlp_learns_fashion_mnist():
         CrossEntropyLoss(),
         Adam(1e-3),
         [relax.TensorStructInfo((50, 10), "float32"), relax.TensorStructInfo((50,), "int64")],
-    )(CourseMLP)
+    )(MLPBackbone)
     vm = relax.VirtualMachine(mlckit.build(train_mod, "llvm"), mlckit.cpu())
     trainer = Trainer(train_mod, vm, mlckit.cpu())
     np.random.seed(0)
