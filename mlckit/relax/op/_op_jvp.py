@@ -234,8 +234,9 @@ register_jvp("relax.min")(_extremum)
 @register_jvp("relax.nn.max_pool2d")
 def _max_pool2d(var: Var, call: Call, tangents: Tangents) -> Expr | None:
     # Windows that tile the input make each output the extremum of its own ph x pw block.
-    attrs = call.attrs
-    shape = [const_int(d) for d in call.args[0].struct_info_.shape_values or ()]  # type: ignore[union-attr]
+    attrs, x, x_t = call.attrs, call.args[0], tangents[0]
+    dims = x.struct_info_.shape_values  # type: ignore[union-attr]
+    shape = [] if dims is None else [const_int(d) for d in dims]
     ph, pw = attrs["pool_size"]
     tiled = (
         len(shape) == 4
@@ -254,7 +255,6 @@ def _max_pool2d(var: Var, call: Call, tangents: Tangents) -> Expr | None:
         )
     n, c, h, w = shape
     blocks = [n, c, h // ph, ph, w // pw, pw]  # type: ignore[operator]
-    x, x_t = call.args[0], tangents[0]
     reached = manipulate.reshape(var, [n, c, h // ph, 1, w // pw, 1])  # type: ignore[operator]
     hit = binary.equal(manipulate.reshape(x, blocks), reached)
     picked = search.where(hit, manipulate.reshape(x_t, blocks), _scalar(0.0, var))  # type: ignore[arg-type]

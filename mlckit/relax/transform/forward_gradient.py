@@ -305,11 +305,14 @@ def _is_float_valued(sinfo: StructInfo | None) -> bool:
     return isinstance(sinfo, TensorStructInfo) and is_float(sinfo.dtype)
 
 
-def _zeros_like(value: Expr) -> Expr:
-    """Zeros shaped as ``value`` (a tensor, or a tuple of them field by field)."""
-    sinfo = value.struct_info_
+def _zeros_like(value: Expr, sinfo: StructInfo | None = None) -> Expr:
+    """Zeros shaped as ``value`` (a tensor, or a tuple of them field by field), whose struct
+    info is ``sinfo`` (``value``'s own when normalized)."""
+    sinfo = value.struct_info_ if sinfo is None else sinfo
     if isinstance(sinfo, TupleStructInfo):
-        return Tuple([_zeros_like(TupleGetItem(value, i)) for i in range(len(sinfo.fields))])
+        return Tuple(
+            [_zeros_like(TupleGetItem(value, i), field) for i, field in enumerate(sinfo.fields)]
+        )
     return relax_op.zeros_like(value)
 
 

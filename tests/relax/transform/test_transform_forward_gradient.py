@@ -266,19 +266,24 @@ def test_tuple_result_gets_a_tuple_tangent_and_zeros_where_nothing_moves():
                 lv = R.exp(x)
                 s = R.sum(lv)
                 still = R.multiply(y, y)
-                R.output(lv, s, still)
-            return (lv, (s, still))
+                parts = R.split(R.reshape(y, (3, 1)), 3)
+                R.output(lv, s, still, parts)
+            return (lv, (s, still), parts)
 
     x, y, dx = _random((3,), (3,), (3,), seed=9)
-    after, _, (lv_t, (s_t, still_t)) = _check_jvp(
+    after, _, (lv_t, (s_t, still_t), parts_t) = _check_jvp(
         Outputs, [x, y], [dx], rtol=1e-2, atol=1e-3, require_grads=[Outputs["main"].params[0]]
     )
     np.testing.assert_allclose(lv_t, np.exp(x) * dx, rtol=1e-6)
     np.testing.assert_allclose(s_t, np.sum(np.exp(x) * dx), rtol=1e-5)
     np.testing.assert_array_equal(still_t, np.zeros(3, F32))
+    np.testing.assert_array_equal(parts_t, np.zeros((3, 1, 1), F32))
     text = after["main_jvp"].script()
     assert 'still_tangent: R.Tensor((3,), dtype="float32") = R.zeros_like(still' in text
-    assert "return ((lv, (s, still)), (lv_tangent, (s_tangent, still_tangent)))" in text
+    assert "parts_tangent: R.Tuple(" in text  # zeros field by field
+    assert (
+        "return ((lv, (s, still), parts), (lv_tangent, (s_tangent, still_tangent), parts_tangent))"
+    ) in text
     assert_structural_equal(from_source(after.script()), after)
 
 
@@ -615,3 +620,16 @@ def test_max_pool2d_with_overlapping_windows_has_no_jvp_yet():
         match=r"ForwardGradient\('main'\): at gv = relax.nn.max_pool2d\(...\): .*tile the input",
     ):
         relax.transform.ForwardGradient("main")(bb.get())
+
+
+def test_jvp_fuses_and_builds_through_the_default_pipeline():
+    mod, floats, shapes = _mlp_with_nll_loss()
+    after = relax.transform.ForwardGradient("main")(mod)
+    built = relax.get_pipeline("default")(after)
+    assert any(gv.name_hint.startswith("fused_") for gv in built.get_global_vars())
+    vm = relax.VirtualMachine(relax.build(built, "llvm"), mlckit.cpu())
+    inputs, directions = _random(*shapes, seed=19), _random(*shapes, seed=20)
+    labels = np.array([1, 0, 3, 3, 2], dtype="int64")
+    _, tangent = vm["main_jvp"](*inputs, labels, *directions)
+    grads = _reverse_gradients(mod, [*inputs, labels], require_grads=floats)
+    np.testing.assert_allclose(tangent.numpy(), _dot(grads, directions), rtol=1e-5, atol=1e-6)
