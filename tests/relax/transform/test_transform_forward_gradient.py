@@ -39,7 +39,7 @@ def _random(*shapes, seed=0, dtype=F32):
 
 def _numpy(value):
     """An NDArray, or a (nested) tuple of them, as numpy arrays."""
-    if isinstance(value, (tuple, list)) or type(value).__name__ == "Array":
+    if isinstance(value, tuple):
         return [_numpy(v) for v in value]
     return value.numpy()
 
@@ -56,6 +56,12 @@ def _moved(inputs, directions, step):
     if isinstance(inputs, (tuple, list)):
         return type(inputs)(_moved(i, d, step) for i, d in zip(inputs, directions))
     return (inputs + step * directions).astype(inputs.dtype)
+
+
+def _zero_like(value):
+    if isinstance(value, tuple):
+        return tuple(_zero_like(v) for v in value)
+    return np.zeros_like(value)
 
 
 def _central_difference(main, inputs, directions, delta):
@@ -78,17 +84,11 @@ def _check_jvp(mod, inputs, directions, rtol, atol, delta=1e-3, **forward_args):
     moving = dict(zip(seeds, directions, strict=True))
     full = [moving.get(name, _zero_like(a)) for name, a in zip(names, inputs)]
     expected = _central_difference(vm["main"], inputs, full, delta)
-    for got, want in zip(_flat(_numpy(value)), _flat(_numpy(vm["main"](*inputs)))):
+    for got, want in zip(_flat(_numpy(value)), _flat(_numpy(vm["main"](*inputs))), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-6)
     for got, want in zip(_flat(_numpy(tangent)), expected, strict=True):
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
     return after, vm, _numpy(tangent)
-
-
-def _zero_like(value):
-    if isinstance(value, tuple):
-        return tuple(_zero_like(v) for v in value)
-    return np.zeros_like(value)
 
 
 def _reverse_gradients(mod, inputs, **gradient_args):
