@@ -204,8 +204,9 @@ def _where(var: Var, call: Call, tangents: Tangents) -> Expr | None:
 
 @register_jvp("relax.nn.relu")
 def _relu(var: Var, call: Call, tangents: Tangents) -> Expr | None:
+    # At x = 0 the tangent passes, as the reverse rule passes the gradient (TVM's choice).
     x = call.args[0]
-    return search.where(binary.greater(x, _scalar(0.0, x)), tangents[0], _scalar(0.0, var))
+    return search.where(binary.greater_equal(x, _scalar(0.0, x)), tangents[0], _scalar(0.0, var))
 
 
 @register_jvp("relax.abs")

@@ -203,6 +203,21 @@ def test_three_layer_mlp_with_nll_loss_equals_differences_and_reverse():
     np.testing.assert_allclose(tangent, _dot(grads, directions), rtol=1e-5, atol=1e-6)
 
 
+def test_forward_and_reverse_agree_at_relus_kink():
+    # With the first layer's weights and bias 0, the first relu sees exactly 0, where both
+    # modes let the derivative pass.
+    mod, floats, shapes = _mlp_with_nll_loss()
+    inputs = _random(*shapes, seed=21)
+    inputs[1:3] = [np.zeros(s, F32) for s in shapes[1:3]]
+    directions = _random(*shapes, seed=22)
+    labels = np.array([0, 3, 1, 3, 2], dtype="int64")
+    vm = _vm(relax.transform.ForwardGradient("main")(mod))
+    _, tangent = vm["main_jvp"](*inputs, labels, *directions)
+    grads = _reverse_gradients(mod, [*inputs, labels], require_grads=floats)
+    assert tangent.numpy() != 0
+    np.testing.assert_allclose(tangent.numpy(), _dot(grads, directions), rtol=1e-5, atol=1e-6)
+
+
 # -------------------------------------------------------------- tuples and friends
 @I.ir_module
 class TupleGraph:
