@@ -39,6 +39,7 @@
 # %%
 import time
 
+import matplotlib.pyplot as plt
 import numba
 import numpy as np
 import torch
@@ -220,6 +221,43 @@ print(f"JVP by forward mode: {tangent:.5f}; adjoints dotted with the direction: 
 assert abs(tangent - dotted) < 1e-4
 
 # %% [markdown]
+# ### Forward mode as a pass: `relax.transform.ForwardGradient`
+#
+# Our loop interpreted the program with tangents. A compiler writes the tangents into the
+# program instead: `relax.transform.ForwardGradient("main")` is a [pass](glossary.md#pass)
+# that adds `main_jvp` to the module, a function of `main`'s parameters and of one tangent
+# per parameter (`x_tangent`, `w_tangent`, `b_tangent`), returning `main`'s result and its
+# tangent. Each binding is copied, and right after it come the bindings of its op's tangent
+# rule, the rules of our table written as Relax:
+
+# %% tags=["nbval-check-output", "shows:jvp-renamed"]
+JvpModule = relax.transform.ForwardGradient("main")(TinyModule)
+jvp_script = JvpModule["main_jvp"].script()
+print(jvp_script)
+assert 'lv11: R.Tensor((4, 2), dtype="float32") = R.add(lv0, b)' in jvp_script
+
+# %% [markdown]
+# The matmul's product rule is two matmuls and an add (`lv`, `lv1`, `lv0_tangent`); the
+# addition adds the tangents, broadcasting `b_tangent` as `b` is; `tanh`'s rule computes
+# `1 - lv2 * lv2` from the value it has just computed; the sum sums the tangent. (The pass
+# renamed `main`'s `lv1` to `lv11`: its own bindings took the name first.)
+# <!-- shown-by: jvp-renamed -->
+#
+# Value and tangent travel side by side, and no value is kept for later. Compiled and run on
+# our direction, it gives the tangent our loop computed:
+# <!-- shown-by: jvp-compiled -->
+
+# %% tags=["nbval-check-output", "shows:jvp-compiled"]
+jvp_vm = relax.VirtualMachine(
+    mlckit.build(relax.transform.LegalizeOps()(JvpModule), target="llvm"), mlckit.cpu()
+)
+jvp_value, jvp_tangent = jvp_vm["main_jvp"](
+    x_np, w_np, b_np, direction["x"], direction["w"], direction["b"]
+)
+print(f"main_jvp: gv = {jvp_value.numpy():.4f}, tangent {jvp_tangent.numpy():.5f}")
+assert abs(float(jvp_tangent.numpy()) - tangent) < 1e-4
+
+# %% [markdown]
 # ## Reverse mode: `relax.transform.Gradient`
 #
 # The backward pass we wrote by hand is a program too, and a compiler can write it from the
@@ -381,7 +419,7 @@ kernels_of(MLPAdjointFused, "main_adjoint")
 # %% [markdown]
 # The forward part fused as in chapter 7, `matmul` with its bias (`fused_matmul_add`), but
 # one thing is new: the `relu` stayed a kernel of its own. Its input `lv1` is needed by the
-# backward pass (ReLU's rule passes the adjoint where `lv1 > 0`: the kernel `greater`), so
+# backward pass (ReLU's rule passes the adjoint where `lv1 >= 0`: the kernel `greater_equal`), so
 # `lv1` must be stored, and a group may not hide a value that another kernel reads. The
 # backward part fused where its ops are elementwise: the softmax's rule
 # (`fused_exp_multiply1_subtract`), the ReLU's mask with the matmul that produces the adjoint
@@ -466,6 +504,247 @@ print("the fused adjoint's gradients equal torch's")
 # load; on the machine that built this page, the lines above give it.
 # <!-- shown-by: gradient-timing -->
 #
+# ## Training the MLP
+#
+# Gradients are half of training. The other half is a loop: take a batch of images, compute
+# the loss and its gradients, let an [optimizer](glossary.md#optimizer) update the weights,
+# repeat. mlckit's `relax.training` (TVM's `tvm.relax.training`) builds everything that loop
+# calls as Relax functions, so that all of it is compiled:
+#
+# * a **loss** (`relax.training.loss`: `CrossEntropyLoss`, `MSELoss`, ...) is a Relax
+#   function of the predictions and the targets;
+# * an **optimizer** (`relax.training.optimizer`: `SGD`, `MomentumSGD`, `Adam`) is a Relax
+#   function `(params, gradients, states) -> (new params, new states)`, where the states hold
+#   what the method carries from step to step (Adam's running averages, the step count);
+# * `SetupTrainer(loss, optimizer, loss_args)` is a module pass that takes a module with the
+#   model, a function named `backbone`, and adds the rest: `backbone_loss` (the backbone with
+#   the loss appended, by `AppendLoss`), its adjoint `backbone_loss_adjoint` (by `Gradient`),
+#   and the `optimizer`;
+# * a `Trainer` holds the weights and the optimizer's state between calls, and runs the
+#   compiled functions: `update(images, labels)` is one training step, `predict(images)` runs
+#   the backbone.
+#
+# The data: the 1,900 FashionMNIST images that mlckit ships, cut into 1,500 to train on and
+# 400 held out to measure the accuracy on, with the ten classes in the same proportions in
+# both (`fashion_mnist_split`).
+
+# %%
+train, held_out = mlckit.datasets.fashion_mnist_split()  # 1,500 and 400 images, float32
+train_images, train_labels = train.images.reshape(-1, 784), train.labels.astype("int64")
+held_out_images = held_out.images.reshape(-1, 784)
+print(f"{len(train_labels)} images to train on, {len(held_out.labels)} held out")
+print("images per class in the training set:", np.bincount(train_labels))
+
+# %% [markdown]
+# The backbone is the course's MLP, `784 → 128 → 10` with a ReLU, for a batch of 50 images,
+# written with the weights in the `(in, out)` layout that `R.matmul` reads as they are. Its
+# parameters are the inputs first, then the weights; the module attribute `param_num` (set
+# with `I.module_attrs` in TVMScript) says that the last 4 are the parameters to train, and
+# `state_num` that there are no other model states (a batch norm's running mean would be
+# one).
+
+
+# %%
+@I.ir_module
+class MLPBackbone:
+    I.module_attrs({"param_num": 4, "state_num": 0})
+
+    @R.function
+    def backbone(
+        x: R.Tensor((50, 784), "float32"),
+        w0: R.Tensor((784, 128), "float32"),
+        b0: R.Tensor((128,), "float32"),
+        w1: R.Tensor((128, 10), "float32"),
+        b1: R.Tensor((10,), "float32"),
+    ) -> R.Tensor((50, 10), "float32"):
+        with R.dataflow():
+            lv0 = R.matmul(x, w0)
+            lv1 = R.add(lv0, b0)
+            lv2 = R.nn.relu(lv1)
+            lv3 = R.matmul(lv2, w1)
+            out = R.add(lv3, b1)
+            R.output(out)
+        return out
+
+
+# %% [markdown]
+# The loss is cross-entropy averaged over the batch: `CrossEntropyLoss()` called with the
+# struct info of its arguments, the backbone's output and the labels, is a Relax function,
+# `log_softmax` then `nll_loss`. `AppendLoss` inlines it after the backbone, into the one
+# function that is differentiated, `backbone_loss`; the labels become its last parameter:
+# <!-- shown-by: backbone-loss -->
+
+# %% tags=["nbval-check-output", "shows:backbone-loss"]
+from mlckit.relax.training import AppendLoss, SetupTrainer, Trainer
+from mlckit.relax.training.loss import CrossEntropyLoss
+from mlckit.relax.training.optimizer import Adam
+
+loss_args = [relax.TensorStructInfo((50, 10), "float32"), relax.TensorStructInfo((50,), "int64")]
+with_loss = AppendLoss("backbone", CrossEntropyLoss()(*loss_args))(MLPBackbone)
+print(with_loss["backbone_loss"].script())
+
+# %% [markdown]
+# `SetupTrainer(loss, optimizer, loss_args)` does that, then `Gradient` on `backbone_loss`
+# for the 4 parameters, then adds the optimizer (Adam, learning rate 0.001), and legalizes
+# everything: the module it returns holds three relax functions beside `backbone`, each op
+# a `call_tir` of a PrimFunc. The Adam step is a Relax function too: for each weight, two
+# running averages and the update, a chain of elementwise ops.
+# <!-- shown-by: train-module -->
+
+# %% tags=["nbval-check-output", "shows:train-module"]
+train_mod = SetupTrainer(CrossEntropyLoss(), Adam(1e-3), loss_args)(MLPBackbone)
+for gv, func in train_mod.functions.items():
+    if isinstance(func, relax.Function):
+        params = ", ".join(p.name_hint for p in func.params)
+        print(f"{gv.name_hint}({params})")
+kernels = [gv for gv, f in train_mod.functions.items() if isinstance(f, mlckit.tir.PrimFunc)]
+print(f"and {len(kernels)} PrimFuncs")
+
+# %% [markdown]
+# We build it as any module: through the fusion pipeline of the previous section (without
+# `LegalizeOps`, which `SetupTrainer` ran already), then `mlckit.build`, which schedules every
+# kernel. The `Trainer` takes the module (for its attributes: how many inputs, parameters and
+# states), the virtual machine and the device. `xaiver_uniform_init_params()` (TVM's
+# spelling; `xavier_uniform_init_params` is the same method) draws each weight uniformly in
+# `±sqrt(6 / (fan_in + fan_out))`, Xavier Glorot's initialization, which keeps the
+# activations' scale about the same from layer to layer.
+
+# %%
+fusion = mlckit.ir.transform.Sequential(
+    [
+        relax.transform.AnnotateTIROpPattern(),
+        relax.transform.FuseOps(),
+        relax.transform.FuseTIR(),
+    ]
+)
+train_vm = compiled(fusion(train_mod))
+trainer = Trainer(train_mod, train_vm, mlckit.cpu())
+np.random.seed(0)  # the initialization draws from numpy's global generator
+trainer.xaiver_uniform_init_params()
+initial = {name: value.numpy() for name, value in trainer.export_params().items()}
+print({name: value.shape for name, value in initial.items()})
+
+# %% [markdown]
+# The training loop: 5 epochs, each a pass over the 1,500 images in a new random order, in
+# batches of 50, so 150 steps. `update` runs `backbone_loss_adjoint` on the batch and then
+# `optimizer` on the gradients it returned, and gives back the batch's loss before the step.
+# Every step runs through kernels mlckit compiled.
+
+# %%
+EPOCHS, BATCH = 5, 50
+order = np.random.default_rng(0)
+batches = [
+    epoch_order[start : start + BATCH]
+    for epoch_order in (order.permutation(len(train_labels)) for _ in range(EPOCHS))
+    for start in range(0, len(train_labels), BATCH)
+]
+start = time.perf_counter()
+losses = [float(trainer.update(train_images[b], train_labels[b]).numpy()) for b in batches]
+print(f"{len(batches)} steps in {time.perf_counter() - start:.2f} s")
+
+
+def accuracy(predict) -> float:
+    """The share of the held-out images whose highest score is their label."""
+    scores = [
+        predict(held_out_images[i : i + BATCH]) for i in range(0, len(held_out_images), BATCH)
+    ]
+    return float(np.mean(np.concatenate(scores).argmax(axis=1) == held_out.labels))
+
+
+mlckit_accuracy = accuracy(lambda x: trainer.predict(x).numpy())
+print(f"held-out accuracy: {mlckit_accuracy:.1%}")
+
+# %% [markdown]
+# How does that compare with PyTorch? The same recipe there: the same initial weights, Adam
+# with the same learning rate, the same batches in the same order, torch's `cross_entropy`
+# and autograd. Both optimizers follow the same formulas, so the two runs should follow the
+# same path, up to rounding; the loss curves show it.
+# <!-- shown-by: torch-recipe -->
+
+# %% tags=["shows:torch-recipe"]
+torch_params = [torch.tensor(initial[name], requires_grad=True) for name in initial]
+torch_adam = torch.optim.Adam(torch_params, lr=1e-3)
+
+
+def torch_mlp(x: torch.Tensor) -> torch.Tensor:
+    w0, b0, w1, b1 = torch_params
+    return torch.relu(x @ w0 + b0) @ w1 + b1
+
+
+def torch_step(x: np.ndarray, label: np.ndarray) -> float:
+    torch_adam.zero_grad()
+    loss = torch.nn.functional.cross_entropy(
+        torch_mlp(torch.from_numpy(x)), torch.from_numpy(label)
+    )
+    loss.backward()
+    torch_adam.step()
+    return loss.item()
+
+
+torch_losses = [torch_step(train_images[b], train_labels[b]) for b in batches]
+with torch.no_grad():
+    torch_accuracy = accuracy(lambda x: torch_mlp(torch.from_numpy(x)).numpy())
+
+fig, ax = plt.subplots(figsize=(8, 3))
+ax.plot(losses, label="mlckit", color="#4477AA")
+ax.plot(torch_losses, label="torch", color="#EE6677", linestyle="--")
+for epoch in range(1, EPOCHS):
+    ax.axvline(epoch * len(batches) // EPOCHS, color="#DDDDDD", linewidth=0.8)
+ax.set_xlabel("training step (batch of 50; grey lines: epochs)")
+ax.set_ylabel("cross-entropy loss")
+ax.legend()
+plt.tight_layout()
+plt.show()
+print(f"held-out accuracy: mlckit {mlckit_accuracy:.1%}, torch {torch_accuracy:.1%}")
+curve_gap = float(np.max(np.abs(np.subtract(losses, torch_losses))))
+print(f"first loss {losses[0]:.3f}; largest difference of the two loss curves: {curve_gap:.2g}")
+assert mlckit_accuracy >= 0.75 and curve_gap < 0.01 and abs(mlckit_accuracy - torch_accuracy) < 0.01
+
+# %% [markdown]
+# The loss falls fast in the first epoch, from about 2.6 (a model that found the ten classes
+# equally likely would score `ln 10 ≈ 2.3`), then more slowly and noisily, batch to batch. The two curves lie on top of each
+# other (the cell asserts that they never differ by more than 0.01), and the held-out
+# accuracies are within a percent of each other, above 75% after 150 steps on 1,500 images.
+# <!-- shown-by: torch-recipe -->
+#
+# For scale, the course's pretrained weights of chapters 3 and 7 (the same MLP, trained by
+# the course on FashionMNIST's full training set), on the same 400 held-out images:
+# <!-- shown-by: pretrained-accuracy -->
+
+# %% tags=["shows:pretrained-accuracy"]
+pretrained_accuracy = accuracy(mlckit.datasets.mlp_reference)
+print(f"held-out accuracy of the course's pretrained weights: {pretrained_accuracy:.1%}")
+
+# %% [markdown]
+# Last, the time of one training step, `trainer.update` against the same step in torch
+# (forward, loss, backward, Adam), on one batch, timed in turn as before. A step of mlckit's
+# is two calls of the virtual machine, the adjoint and the optimizer, each running a few
+# dozen kernels.
+# <!-- shown-by: step-timing -->
+
+# %% tags=["shows:step-timing"]
+step_x, step_label = train_images[:BATCH], train_labels[:BATCH]
+step_seconds = best_seconds(
+    {
+        "mlckit trainer.update": lambda: trainer.update(step_x, step_label),
+        "torch (autograd, torch.optim.Adam)": lambda: torch_step(step_x, step_label),
+    }
+)
+for name, s in step_seconds.items():
+    print(f"{name:<36} {s * 1e6:8.0f} µs per step")
+print(
+    f"(mlckit's parallel loops use {numba.get_num_threads()} threads, torch {torch.get_num_threads()})"
+)
+
+# %% [markdown]
+# At this size a step's arithmetic (about 15 million multiply-adds, three times the forward
+# pass's 5 million) is not all of its cost: the calls, allocations and Python around the
+# kernels count too, on both sides. How the two compare is for the measurement to say, and it varies with
+# the machine and its load; on the machine that built this page, the lines above give it.
+# `benchmarks/bench_training.py` times the same step, fused and unfused, against torch over
+# more rounds.
+# <!-- shown-by: step-timing -->
+#
 # ## Summary
 #
 # * The gradient of a loss is computed by the chain rule, one binding at a time. Each value
@@ -473,9 +752,9 @@ print("the fused adjoint's gradients equal torch's")
 #   shape; each op's gradient rule passes its result's adjoint on to its arguments. A
 #   broadcast argument sums its adjoint back (`collapse_sum_to`).
 # * Forward mode carries a `(value, tangent)` pair through each instruction and gives the
-#   derivative along one direction (a JVP) per sweep; reverse mode gives the gradient with
-#   respect to every parameter in one backward sweep, and keeps the forward intermediates it
-#   reads.
+#   derivative along one direction (a JVP) per sweep; `relax.transform.ForwardGradient("main")`
+#   writes it as `main_jvp`. Reverse mode gives the gradient with respect to every parameter
+#   in one backward sweep, and keeps the forward intermediates it reads.
 # * `relax.transform.Gradient("main")` adds `main_adjoint`, returning
 #   `(result, (gradients...))`: the forward bindings, then the backward ones, as Relax.
 # * `mlckit.testing.check_numerical_grads(f, inputs, grads)` compares gradients with central
@@ -483,6 +762,12 @@ print("the fused adjoint's gradients equal torch's")
 # * An adjoint function goes through `LegalizeOps`, `FuseOps`, `FuseTIR` and `mlckit.build`
 #   like any other; a forward value the backward part reads must be stored, which limits
 #   what fuses.
+# * `relax.training` builds a whole training step as Relax: a loss, an optimizer
+#   `(params, gradients, states) -> (new params, new states)`, and
+#   `SetupTrainer(loss, optimizer, loss_args)`, which turns a module's `backbone` (with
+#   `param_num` and `state_num` in its attributes) into `backbone_loss`, its adjoint and the
+#   optimizer. A `Trainer` holds the weights and runs `update` and `predict`; trained for 150
+#   steps on 1,500 images, the MLP follows torch's loss curve and reaches its accuracy.
 #
 # ## Exercises
 #
