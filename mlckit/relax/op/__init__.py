@@ -7,7 +7,7 @@ Each constructor returns an un-normalized :class:`relax.Call` of a registered
 """
 
 from ..expr import register_operators
-from . import memory, nn
+from . import grad, memory, nn
 from .base import call_dps_packed, call_packed, call_pure_packed, call_tir
 from .binary import (
     add,
@@ -77,6 +77,7 @@ __all__ = [
     "floor_divide",
     "full",
     "full_like",
+    "grad",
     "greater",
     "greater_equal",
     "less",

@@ -28,7 +28,7 @@ from ._registry import (
 )
 from .linear_algebra import dense, linear
 from .manipulate import shape_product
-from .spatial import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d
+from .spatial import adaptive_avg_pool2d, avg_pool2d, conv2d, conv2d_transpose, max_pool2d
 from .unary import unary
 
 relu = unary("relax.nn.relu")
@@ -378,6 +378,7 @@ __all__ = [
     "batch_flatten",
     "batch_norm",
     "conv2d",
+    "conv2d_transpose",
     "cross_entropy_with_logits",
     "dense",
     "gelu",

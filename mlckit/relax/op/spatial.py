@@ -1,12 +1,13 @@
-"""2-D windowed operators on NCHW images: ``relax.nn.conv2d``, ``relax.nn.max_pool2d``,
-``relax.nn.avg_pool2d``, ``relax.nn.adaptive_avg_pool2d``.
+"""2-D windowed operators on NCHW images: ``relax.nn.conv2d``, ``relax.nn.conv2d_transpose``,
+``relax.nn.max_pool2d``, ``relax.nn.avg_pool2d``, ``relax.nn.adaptive_avg_pool2d``.
 
 They share the window arithmetic: along each spatial axis an output position covers
 ``dilation * (kernel - 1) + 1`` input positions, and positions step by ``stride`` over the
 padded input, so ``out = (size + pad_before + pad_after - dilation * (kernel - 1) - 1) // stride
 + 1`` (pooling with ``ceil_mode`` rounds the division up). Attributes follow TVM: ``strides``
 and ``dilation`` are ``[h, w]``, ``padding`` is ``[top, left, bottom, right]`` (one value or a
-pair is expanded), layouts are strings. Only the NCHW data / OIHW kernel layouts are supported.
+pair is expanded), layouts are strings. Only the NCHW data / OIHW kernel layouts are supported
+(IOHW for the transposed convolution, whose output size inverts the formula above).
 Adaptive pooling instead fixes the output size and derives each window from it (see
 ``adaptive_avg_pool2d``).
 """
@@ -27,7 +28,7 @@ from ..utils import const_int, dims_equal, format_dim
 from ._registry import common_dtype, describe_arg, fail, int_list, make_call, register, tensor_arg
 
 _CONV2D = "relax.nn.conv2d"
-_POOL_ATTRS = (
+POOL_ATTRS = (
     "pool_size",
     "strides",
     "dilation",
@@ -103,6 +104,7 @@ def _window_out(
     stride: int,
     dilation: int,
     ceil_mode: bool = False,
+    data_index: int = 0,
 ) -> PrimExpr:
     span = size + pad - (kernel - 1) * dilation - 1  # type: ignore[operator]
     if ceil_mode:
@@ -113,12 +115,15 @@ def _window_out(
         raise fail(
             call,
             f"the window (size {format_dim(kernel)}, dilation {dilation}) does not fit in "
-            f"{describe_arg(call, 0)} (input size {format_dim(size)} with padding {pad})",
+            f"{describe_arg(call, data_index)} (input size {format_dim(size)} with padding {pad})",
         )
     return out
 
 
-def _spatial_out(call: Call, data: Sequence[PrimExpr], kernel: Sequence[Any]) -> list[PrimExpr]:
+def _spatial_out(
+    call: Call, data: Sequence[PrimExpr], kernel: Sequence[Any], data_index: int = 0
+) -> list[PrimExpr]:
+    """The output height and width of the windows over ``data``, argument ``data_index``."""
     attrs = call.attrs
     pad = attrs["padding"]  # type: ignore[index]
     ceil_mode = bool(attrs.fields.get("ceil_mode", False))  # type: ignore[union-attr]
@@ -131,6 +136,7 @@ def _spatial_out(call: Call, data: Sequence[PrimExpr], kernel: Sequence[Any]) ->
             attrs["strides"][i],  # type: ignore[index]
             attrs["dilation"][i],  # type: ignore[index]
             ceil_mode,
+            data_index,
         )
         for i in range(2)
     ]
@@ -216,21 +222,160 @@ def conv2d(
     return make_call(_CONV2D, [data, weight], attrs)
 
 
+# ------------------------------------------------------------------------------ conv2d_transpose
+_CONV2D_TRANSPOSE = "relax.nn.conv2d_transpose"
+
+
+def _infer_conv2d_transpose(call: Call, ctx: Any) -> StructInfo:
+    attrs = call.attrs
+    _check_layouts(call, data_layout=attrs["data_layout"], out_layout=attrs["out_layout"])  # type: ignore[index]
+    if attrs["kernel_layout"] != "IOHW":  # type: ignore[index]
+        raise fail(
+            call,
+            f'kernel_layout="{attrs["kernel_layout"]}" is not supported: only IOHW (input '  # type: ignore[index]
+            "channels, output channels per group, height, width) is",
+        )
+    data, weight = tensor_arg(call, 0), tensor_arg(call, 1)
+    out_dtype = attrs["out_dtype"]  # type: ignore[index]
+    dtype = out_dtype if out_dtype != "void" else common_dtype(call, data, weight)
+    sd, sw = _four_dims(call, 0, "data"), _four_dims(call, 1, "weight")
+    if sd is None or sw is None:
+        return TensorStructInfo(None, dtype, 4)
+    groups = attrs["groups"]  # type: ignore[index]
+    if dims_equal(sd[1], sw[0]) is False:
+        raise fail(
+            call,
+            f"the input channels differ: {describe_arg(call, 0)} (C = {format_dim(sd[1])}) "
+            f"and {describe_arg(call, 1)} (I = {format_dim(sw[0])})",
+        )
+    known_in = const_int(sd[1])
+    if known_in is not None and known_in % groups != 0:
+        raise fail(
+            call,
+            f"the input channels of {describe_arg(call, 0)} are not divisible by groups={groups}",
+        )
+    spatial = []
+    for i in range(2):
+        stride, dilation = attrs["strides"][i], attrs["dilation"][i]  # type: ignore[index]
+        extra = attrs["output_padding"][i]  # type: ignore[index]
+        if extra >= max(stride, dilation):
+            raise fail(
+                call,
+                f"output_padding {attrs['output_padding']} must be smaller than the stride or "  # type: ignore[index]
+                f"the dilation of each axis (strides {attrs['strides']}, dilation "  # type: ignore[index]
+                f"{attrs['dilation']})",  # type: ignore[index]
+            )
+        pad = attrs["padding"][i] + attrs["padding"][i + 2]  # type: ignore[index]
+        out = simplify((sd[2 + i] - 1) * stride - pad + (sw[2 + i] - 1) * dilation + extra + 1)
+        value = const_int(out)
+        if value is not None and value < 1:
+            raise fail(
+                call,
+                f"the padding {attrs['padding']} removes the whole output of "  # type: ignore[index]
+                f"{describe_arg(call, 0)} (output size {value})",
+            )
+        spatial.append(out)
+    return TensorStructInfo([sd[0], simplify(sw[1] * groups), *spatial], dtype)
+
+
+register(
+    _CONV2D_TRANSPOSE,
+    _infer_conv2d_transpose,
+    ("data", "weight"),
+    (
+        "strides",
+        "padding",
+        "output_padding",
+        "dilation",
+        "groups",
+        "data_layout",
+        "kernel_layout",
+        "out_layout",
+        "out_dtype",
+    ),
+)
+
+
+def conv2d_transpose(
+    data: Expr | Any,
+    weight: Expr | Any,
+    strides: IntPair = (1, 1),
+    padding: IntPair = (0, 0),
+    output_padding: IntPair = (0, 0),
+    dilation: IntPair = (1, 1),
+    groups: int = 1,
+    data_layout: str = "NCHW",
+    kernel_layout: str = "IOHW",
+    out_layout: str | None = None,
+    out_dtype: str | None = None,
+) -> Call:
+    """``relax.nn.conv2d_transpose(data, weight, ...)``: the transposed 2-D convolution of
+    ``data`` (N, C, H, W) by ``weight`` (C, O / groups, KH, KW), the gradient of ``conv2d``
+    with respect to its data. Each output size is ``(H - 1) * stride - pad_before - pad_after
+    + dilation * (K - 1) + output_padding + 1``; ``output_padding`` (smaller than the stride
+    or the dilation) recovers the input rows a strided convolution skipped."""
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise StructInfoError(
+            f"{_CONV2D_TRANSPOSE}: groups must be a positive integer, got {groups!r}"
+        )
+    attrs = {
+        "strides": _pair(strides, "strides", _CONV2D_TRANSPOSE, 1),
+        "padding": _padding(padding, _CONV2D_TRANSPOSE),
+        "output_padding": _pair(output_padding, "output_padding", _CONV2D_TRANSPOSE, 0),
+        "dilation": _pair(dilation, "dilation", _CONV2D_TRANSPOSE, 1),
+        "groups": groups,
+        "data_layout": data_layout,
+        "kernel_layout": kernel_layout,
+        "out_layout": data_layout if out_layout is None else out_layout,
+        "out_dtype": "void" if out_dtype in (None, "void") else check_dtype(out_dtype),
+    }
+    return make_call(_CONV2D_TRANSPOSE, [data, weight], attrs)
+
+
 # ------------------------------------------------------------------------------ pooling
-def _infer_pool2d(call: Call, ctx: Any) -> StructInfo:
+def pooled_struct_info(call: Call, data_index: int = 0) -> TensorStructInfo:
+    """What pooling argument ``data_index`` of ``call`` under its attributes gives."""
     attrs = call.attrs
     _check_layouts(call, layout=attrs["layout"], out_layout=attrs["out_layout"])  # type: ignore[index]
-    data = tensor_arg(call, 0)
-    sd = _four_dims(call, 0, "data")
+    data = tensor_arg(call, data_index)
+    sd = _four_dims(call, data_index, "data")
     if sd is None:
         return TensorStructInfo(None, data.dtype, 4)
-    spatial = _spatial_out(call, sd, attrs["pool_size"])  # type: ignore[index]
+    spatial = _spatial_out(call, sd, attrs["pool_size"], data_index)  # type: ignore[index]
     return TensorStructInfo([sd[0], sd[1], *spatial], data.dtype)
+
+
+def _infer_pool2d(call: Call, ctx: Any) -> StructInfo:
+    return pooled_struct_info(call)
+
+
+def pool_attrs(
+    op_name: str,
+    pool_size: IntPair,
+    strides: IntPair,
+    padding: IntPair,
+    dilation: IntPair,
+    ceil_mode: bool,
+    count_include_pad: bool,
+    layout: str,
+    out_layout: str | None,
+) -> dict[str, Any]:
+    """The checked attributes of a pooling call (and of its backward op)."""
+    return {
+        "pool_size": _pair(pool_size, "pool_size", op_name, 1),
+        "strides": _pair(strides, "strides", op_name, 1),
+        "dilation": _pair(dilation, "dilation", op_name, 1),
+        "padding": _padding(padding, op_name),
+        "ceil_mode": bool(ceil_mode),
+        "count_include_pad": bool(count_include_pad),
+        "layout": layout,
+        "out_layout": layout if out_layout is None else out_layout,
+    }
 
 
 def _pool2d(kind: str) -> Any:
     op_name = f"relax.nn.{kind}_pool2d"
-    register(op_name, _infer_pool2d, ("data",), _POOL_ATTRS)
+    register(op_name, _infer_pool2d, ("data",), POOL_ATTRS)
 
     def constructor(
         data: Expr | Any,
@@ -243,16 +388,17 @@ def _pool2d(kind: str) -> Any:
         layout: str = "NCHW",
         out_layout: str | None = None,
     ) -> Call:
-        attrs = {
-            "pool_size": _pair(pool_size, "pool_size", op_name, 1),
-            "strides": _pair(strides, "strides", op_name, 1),
-            "dilation": _pair(dilation, "dilation", op_name, 1),
-            "padding": _padding(padding, op_name),
-            "ceil_mode": bool(ceil_mode),
-            "count_include_pad": bool(count_include_pad),
-            "layout": layout,
-            "out_layout": layout if out_layout is None else out_layout,
-        }
+        attrs = pool_attrs(
+            op_name,
+            pool_size,
+            strides,
+            padding,
+            dilation,
+            ceil_mode,
+            count_include_pad,
+            layout,
+            out_layout,
+        )
         return make_call(op_name, [data], attrs)
 
     constructor.__name__ = constructor.__qualname__ = f"{kind}_pool2d"
@@ -309,4 +455,4 @@ def adaptive_avg_pool2d(
     return make_call(_ADAPTIVE_AVG, [data], attrs)
 
 
-__all__ = ["adaptive_avg_pool2d", "avg_pool2d", "conv2d", "max_pool2d"]
+__all__ = ["adaptive_avg_pool2d", "avg_pool2d", "conv2d", "conv2d_transpose", "max_pool2d"]

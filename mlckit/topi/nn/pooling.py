@@ -1,5 +1,5 @@
-"""2-d pooling in NCHW layout: ``pool2d``, ``max_pool2d``, ``avg_pool2d`` and
-``adaptive_pool``.
+"""2-d pooling in NCHW layout: ``pool2d``, ``max_pool2d``, ``avg_pool2d``, ``adaptive_pool``,
+and ``pool_grad``, the gradient of ``pool2d``.
 
 Average pooling divides by the window size when ``count_include_pad`` is true (padding
 counts as zeros, as PyTorch's default), and by the number of window positions inside the
@@ -31,6 +31,67 @@ def _check_pool_input(op: str, data: te.Tensor, pool_type: str, layout: str) -> 
         raise StructInfoError(f"{op}: needs a 4-d NCHW input, got {shape_text(data.shape)}")
 
 
+class _Windows:
+    """The windows of a 2-d pooling: sizes, strides, dilations and padding of both axes, the
+    output height and width, and the helpers the forward and backward kernels share."""
+
+    def __init__(
+        self,
+        op: str,
+        data: te.Tensor,
+        kernel: int | Sequence[int],
+        stride: int | Sequence[int],
+        dilation: int | Sequence[int],
+        padding: int | Sequence[int],
+        ceil_mode: bool,
+    ) -> None:
+        self.kh, self.kw = pair(kernel, "kernel", op)
+        self.sh, self.sw = pair(stride, "stride", op)
+        self.dh, self.dw = pair(dilation, "dilation", op)
+        self.top, self.left, self.bottom, self.right = pad_tuple(padding, op)
+        self.ceil_mode = ceil_mode
+        _, _, self.height, self.width = data.shape
+        self.out_h = self._out_dim(self.height, self.top, self.bottom, self.kh, self.sh, self.dh)
+        self.out_w = self._out_dim(self.width, self.left, self.right, self.kw, self.sw, self.dw)
+
+    def _out_dim(self, size: PrimExpr, before: int, after: int, k: int, s: int, d: int) -> PrimExpr:
+        span = size + before + after - (k - 1) * d - 1
+        return arith.simplify((span + (s - 1 if self.ceil_mode else 0)) // s + 1)
+
+    def padded(self, data: te.Tensor, fill: PrimExpr) -> te.Tensor:
+        """``data`` padded with ``fill`` (block ``pad_temp``) so that every window lies inside,
+        or ``data`` itself when no padding is needed."""
+        pad_after: list[Any] = [0, 0, self.bottom, self.right]
+        if self.ceil_mode:
+            # Rounding up lets the last windows run past the bottom/right padding: pad those
+            # positions with the fill as well.
+            axes = [
+                (self.out_h, self.height, self.kh, self.sh, self.dh, self.top + self.bottom),
+                (self.out_w, self.width, self.kw, self.sw, self.dw, self.left + self.right),
+            ]
+            for axis, (out, size, k, s, d, pads) in enumerate(axes, start=2):
+                past = (out - 1) * s + (k - 1) * d + 1 - (size + pads)
+                pad_after[axis] = arith.simplify(
+                    pad_after[axis] + tir_op.max(past, const(0, past.dtype))
+                )
+        if not (self.ceil_mode or any((self.top, self.left, self.bottom, self.right))):
+            return data
+        return pad(data, [0, 0, self.top, self.left], pad_after, fill, name="pad_temp")
+
+    def divisor(self, y: PrimExpr, x: PrimExpr, count_include_pad: bool, dtype: str) -> PrimExpr:
+        """What average pooling divides window ``(y, x)``'s sum by (see the module docstring)."""
+        if count_include_pad and not self.ceil_mode:
+            return const(float(self.kh * self.kw), dtype)
+        height, width = self.height, self.width
+        top, left, bottom, right = self.top, self.left, self.bottom, self.right
+        lo_h, hi_h = (0, height + top + bottom) if count_include_pad else (top, height + top)
+        lo_w, hi_w = (0, width + left + right) if count_include_pad else (left, width + left)
+        rows = _positions_inside(y * self.sh, self.kh, self.dh, lo_h, hi_h)
+        cols = _positions_inside(x * self.sw, self.kw, self.dw, lo_w, hi_w)
+        count = tir_op.max(rows * cols, const(1, rows.dtype))
+        return as_float(count, dtype)
+
+
 def pool2d(
     data: te.Tensor,
     kernel: int | Sequence[int],
@@ -48,47 +109,19 @@ def pool2d(
     ``pad_temp`` block when non-zero."""
     op = "topi.nn.pool2d"
     _check_pool_input(op, data, pool_type, layout)
-    kh, kw = pair(kernel, "kernel", op)
-    sh, sw = pair(stride, "stride", op)
-    dh, dw = pair(dilation, "dilation", op)
-    top, left, bottom, right = pad_tuple(padding, op)
-    batch, channel, height, width = data.shape
-
-    def out_dim(size: PrimExpr, before: int, after: int, k: int, s: int, d: int) -> PrimExpr:
-        span = size + before + after - (k - 1) * d - 1
-        return arith.simplify((span + (s - 1 if ceil_mode else 0)) // s + 1)
-
-    out_h = out_dim(height, top, bottom, kh, sh, dh)
-    out_w = out_dim(width, left, right, kw, sw, dw)
+    win = _Windows(op, data, kernel, stride, dilation, padding, ceil_mode)
     fill = tir_op.min_value(data.dtype) if pool_type == "max" else const(0, data.dtype)
-    pad_after: list[Any] = [0, 0, bottom, right]
-    if ceil_mode:
-        # Rounding up lets the last windows run past the bottom/right padding: pad those
-        # positions with the fill as well.
-        for axis, (out, size, k, s, d) in enumerate(
-            [(out_h, height, kh, sh, dh), (out_w, width, kw, sw, dw)], start=2
-        ):
-            past = (
-                (out - 1) * s
-                + (k - 1) * d
-                + 1
-                - (size + top + bottom if axis == 2 else size + left + right)
-            )
-            pad_after[axis] = arith.simplify(
-                pad_after[axis] + tir_op.max(past, const(0, past.dtype))
-            )
-    padded = ceil_mode or any((top, left, bottom, right))
-    temp = pad(data, [0, 0, top, left], pad_after, fill, name="pad_temp") if padded else data
-    rv0 = te.reduce_axis((0, kh), name="rv0")
-    rv1 = te.reduce_axis((0, kw), name="rv1")
-    out_shape = (batch, channel, out_h, out_w)
+    temp = win.padded(data, fill)
+    rv0 = te.reduce_axis((0, win.kh), name="rv0")
+    rv1 = te.reduce_axis((0, win.kw), name="rv1")
+    out_shape = (data.shape[0], data.shape[1], win.out_h, win.out_w)
     names = axis_names(4)
 
     def window(reducer: Any) -> Any:
         def body(*i: PrimExpr) -> Any:
             n, c, y, x = i
-            row = arith.simplify(y * sh + rv0.var * dh)
-            col = arith.simplify(x * sw + rv1.var * dw)
+            row = arith.simplify(y * win.sh + rv0.var * win.dh)
+            col = arith.simplify(x * win.sw + rv1.var * win.dw)
             value = temp[n, c, row, col]
             return reducer(value, axis=[rv0, rv1])
 
@@ -102,18 +135,8 @@ def pool2d(
         out_shape, window(te.sum), name="pool_sum", tag="pool_sum", varargs_names=names
     )
 
-    def divisor(y: PrimExpr, x: PrimExpr) -> PrimExpr:
-        if count_include_pad and not ceil_mode:
-            return const(float(kh * kw), data.dtype)
-        lo_h, hi_h = (0, height + top + bottom) if count_include_pad else (top, height + top)
-        lo_w, hi_w = (0, width + left + right) if count_include_pad else (left, width + left)
-        rows = _positions_inside(y * sh, kh, dh, lo_h, hi_h)
-        cols = _positions_inside(x * sw, kw, dw, lo_w, hi_w)
-        count = tir_op.max(rows * cols, const(1, rows.dtype))
-        return as_float(count, data.dtype)
-
     def average(*i: PrimExpr) -> PrimExpr:
-        return total[i] / divisor(i[2], i[3])
+        return total[i] / win.divisor(i[2], i[3], count_include_pad, data.dtype)
 
     return te.compute(out_shape, average, name="pool_avg", tag="elemwise", varargs_names=names)
 
@@ -128,6 +151,115 @@ def _positions_inside(start: PrimExpr, k: int, d: int, lo: Any, hi: Any) -> Prim
         return tir_op.min(tir_op.max(r, const(0, start.dtype)), const(k, start.dtype))
 
     return arith.simplify(first_at_or_after(hi) - first_at_or_after(lo))
+
+
+def pool_grad(
+    grads: te.Tensor,
+    data: te.Tensor,
+    kernel: int | Sequence[int],
+    stride: int | Sequence[int],
+    padding: int | Sequence[int],
+    pool_type: str,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    layout: str = "NCHW",
+    dilation: int | Sequence[int] = 1,
+) -> te.Tensor:
+    """The gradient of ``pool2d`` with respect to ``data``, given ``grads``, the gradient of
+    its output (block ``pool_grad``).
+
+    Input row ``h`` is tap ``r`` of output row ``y`` when ``y * s + r * d = h + top``, so each
+    input element sums, over the ``kh * kw`` taps of a window, the output gradient of the
+    window whose tap it is (if any). Average pooling passes ``grads / divisor`` (block
+    ``pool_grad_scaled``) to every tap; max pooling passes ``grads`` to the window's first
+    largest element only, as PyTorch does: block ``pool_argmax`` finds the smallest tap
+    ``r0 * kw + r1`` holding the maximum (block ``pool_max``). Windows overlap when the
+    stride is smaller than the window, and an element then gathers from several of them.
+    """
+    op = "topi.nn.pool_grad"
+    _check_pool_input(op, data, pool_type, layout)
+    win = _Windows(op, data, kernel, stride, dilation, padding, ceil_mode)
+    batch, channel = data.shape[:2]
+    out_shape = (batch, channel, win.out_h, win.out_w)
+    if grads.ndim != 4 or not all(
+        arith.Analyzer().can_prove_equal(g, o) for g, o in zip(grads.shape, out_shape)
+    ):
+        raise StructInfoError(
+            f"{op}: the output gradient {shape_text(grads.shape)} does not have the pooling's "
+            f"output shape {shape_text(out_shape)}"
+        )
+    names = axis_names(4)
+    rv0 = te.reduce_axis((0, win.kh), name="rv0")
+    rv1 = te.reduce_axis((0, win.kw), name="rv1")
+    if pool_type == "max":
+        temp = win.padded(data, tir_op.min_value(data.dtype))
+
+        def tap_value(n: PrimExpr, c: PrimExpr, y: PrimExpr, x: PrimExpr) -> PrimExpr:
+            row = arith.simplify(y * win.sh + rv0.var * win.dh)
+            col = arith.simplify(x * win.sw + rv1.var * win.dw)
+            return temp[n, c, row, col]
+
+        largest = te.compute(
+            out_shape,
+            lambda *i: te.max(tap_value(*i), axis=[rv0, rv1]),
+            name="pool_max",
+            tag="pool_max",
+            varargs_names=names,
+        )
+        a0 = te.reduce_axis((0, win.kh), name="rv0")
+        a1 = te.reduce_axis((0, win.kw), name="rv1")
+
+        def first_tap(*i: PrimExpr) -> PrimExpr:
+            n, c, y, x = i
+            value = temp[
+                n,
+                c,
+                arith.simplify(y * win.sh + a0.var * win.dh),
+                arith.simplify(x * win.sw + a1.var * win.dw),
+            ]
+            tap = arith.simplify(a0.var * win.kw + a1.var)
+            none = const(win.kh * win.kw, tap.dtype)
+            return te.min(tir_op.if_then_else(value == largest[i], tap, none), axis=[a0, a1])
+
+        argmax = te.compute(
+            out_shape, first_tap, name="pool_argmax", tag="pool_argmax", varargs_names=names
+        )
+    else:
+        scaled = te.compute(
+            out_shape,
+            lambda *i: grads[i] / win.divisor(i[2], i[3], count_include_pad, grads.dtype),
+            name="pool_grad_scaled",
+            tag="elemwise",
+            varargs_names=names,
+        )
+
+    def gather(n: PrimExpr, c: PrimExpr, h: PrimExpr, w: PrimExpr) -> PrimExpr:
+        inside: list[PrimExpr] = []
+        index: list[PrimExpr] = []
+        for i, before, r, s, d, out in (
+            (h, win.top, rv0.var, win.sh, win.dh, win.out_h),
+            (w, win.left, rv1.var, win.sw, win.dw, win.out_w),
+        ):
+            offset = arith.simplify(i + before - r * d)  # where the window with this tap starts
+            inside.append(offset >= 0)
+            if s > 1:
+                inside.append(tir_op.floormod(offset, s) == 0)
+                offset = tir_op.floordiv(offset, s)
+            inside.append(offset < out)
+            index.append(offset)
+        y, x = index
+        if pool_type == "max":
+            inside.append(argmax[n, c, y, x] == arith.simplify(rv0.var * win.kw + rv1.var))
+            value = grads[n, c, y, x]
+        else:
+            value = scaled[n, c, y, x]
+        condition = inside[0]
+        for term in inside[1:]:
+            condition = condition & term
+        zero = const(0, grads.dtype)
+        return te.sum(tir_op.if_then_else(condition, value, zero), axis=[rv0, rv1])
+
+    return te.compute(data.shape, gather, name="pool_grad", tag="pool_grad", varargs_names=names)
 
 
 def max_pool2d(

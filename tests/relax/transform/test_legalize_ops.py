@@ -338,6 +338,107 @@ def _pool2d(name: str, draw: Draw, rng: np.random.Generator) -> Case:
     )
 
 
+def _conv2d_transpose_ref(x, w, stride, pad, output_padding, dilation, groups):
+    """Each input element scatters its kernel-weighted copy into the output, then the padding
+    is cut away."""
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    cg = c // groups
+    full = [
+        (size - 1) * s + d * (k - 1) + 1 + extra
+        for size, s, d, k, extra in zip((h, wd), stride, dilation, (kh, kw), output_padding)
+    ]
+    out = np.zeros((n, og * groups, *full), "float32")
+    for g in range(groups):
+        xs, ws = x[:, g * cg : (g + 1) * cg], w[g * cg : (g + 1) * cg]
+        for i in range(h):
+            for j in range(wd):
+                rows = slice(i * stride[0], i * stride[0] + dilation[0] * (kh - 1) + 1, dilation[0])
+                cols = slice(j * stride[1], j * stride[1] + dilation[1] * (kw - 1) + 1, dilation[1])
+                out[:, g * og : (g + 1) * og, rows, cols] += np.einsum(
+                    "nc,cokl->nokl", xs[:, :, i, j], ws
+                )
+    return out[:, :, pad[0] : full[0] - pad[2], pad[1] : full[1] - pad[3]]
+
+
+@case("nn.conv2d_transpose")
+def _conv2d_transpose(name: str, draw: Draw, rng: np.random.Generator) -> Case:
+    groups = draw(st.sampled_from([1, 2]))
+    stride = (draw(st.integers(1, 3)), draw(st.integers(1, 2)))
+    dilation = (draw(st.integers(1, 2)), 1)
+    output_padding = tuple(draw(st.integers(0, max(s, d) - 1)) for s, d in zip(stride, dilation))
+    pad = tuple(draw(st.integers(0, 1)) for _ in range(4))
+    x = rand(rng, (draw(st.integers(1, 2)), 2 * groups, draw(st.integers(2, 4)), 3))
+    w = rand(rng, (2 * groups, draw(st.integers(1, 2)), draw(st.integers(2, 3)), draw(dims)))
+    expected = _conv2d_transpose_ref(x, w, stride, pad, output_padding, dilation, groups)
+    return Case(
+        [x, w],
+        lambda v, k: op.nn.conv2d_transpose(v, k, stride, pad, output_padding, dilation, groups),
+        expected,
+        rtol=1e-4,
+        atol=1e-4,
+    )
+
+
+def _pool_backward_ref(g, x, kind, size, stride, pad, dilation, ceil_mode, count_include_pad):
+    """Each window's gradient goes to its first largest element (max) or, divided by the
+    window's count, to each of its elements (avg); positions in the padding are dropped."""
+    n, c, h, w = x.shape
+    fill = np.finfo("float32").min if kind == "max" else 0.0
+    reach = [
+        (o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(g.shape[2:], stride, size, dilation)
+    ]
+    big = np.full((n, c, max(reach[0], h + pad[0]), max(reach[1], w + pad[1])), fill, "float32")
+    big[:, :, pad[0] : pad[0] + h, pad[1] : pad[1] + w] = x
+    padded_size = (h + pad[0] + pad[2], w + pad[1] + pad[3])
+    out = np.zeros(big.shape, "float32")
+    for i in range(g.shape[2]):
+        for j in range(g.shape[3]):
+            rows = np.arange(size[0]) * dilation[0] + i * stride[0]
+            cols = np.arange(size[1]) * dilation[1] + j * stride[1]
+            window = big[:, :, rows[:, None], cols[None, :]].reshape(n, c, -1)
+            if kind == "max":
+                first = window.argmax(axis=2)
+                r, q = rows[first // size[1]], cols[first % size[1]]
+                for b in range(n):
+                    for ch in range(c):
+                        out[b, ch, r[b, ch], q[b, ch]] += g[b, ch, i, j]
+                continue
+            lo, hi = (
+                ((0, 0), padded_size) if count_include_pad else (pad[:2], (pad[0] + h, pad[1] + w))
+            )
+            if count_include_pad and not ceil_mode:
+                count = size[0] * size[1]
+            else:
+                inside = [((at >= lo[a]) & (at < hi[a])).sum() for a, at in enumerate((rows, cols))]
+                count = inside[0] * inside[1]
+            share = g[:, :, i, j] / max(count, 1)
+            out[:, :, rows[:, None], cols[None, :]] += share[:, :, None, None]
+    return out[:, :, pad[0] : pad[0] + h, pad[1] : pad[1] + w]
+
+
+@case("grad.max_pool2d_backward", "grad.avg_pool2d_backward")
+def _pool2d_backward(name: str, draw: Draw, rng: np.random.Generator) -> Case:
+    kind = name[5:8]
+    size = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    stride = (draw(st.integers(1, 2)), draw(st.integers(1, 3)))
+    dilation = (draw(st.integers(1, 2)), 1)
+    pad = tuple(draw(st.integers(0, min(size) // 2)) for _ in range(4))
+    ceil_mode, count_include_pad = draw(st.booleans()), draw(st.booleans())
+    x = rand(rng, (draw(st.integers(1, 2)), 2, draw(st.integers(5, 7)), draw(st.integers(3, 5))))
+    attrs = (size, stride, pad, dilation, ceil_mode, count_include_pad)
+    data = relax.Var("x", relax.TensorStructInfo(x.shape, "float32"))
+    forward = relax.normalize(getattr(op.nn, f"{kind}_pool2d")(data, *attrs))
+    g = rand(rng, [int(d) for d in forward.struct_info.shape_values])
+    backward = getattr(op.grad, f"{kind}_pool2d_backward")
+    return Case(
+        [g, x],
+        lambda dy, v: backward(dy, v, *attrs),
+        _pool_backward_ref(g, x, kind, size, stride, pad, dilation, ceil_mode, count_include_pad),
+        batch=(0, 1),
+    )
+
+
 @case("nn.batch_norm")
 def _batch_norm(name: str, draw: Draw, rng: np.random.Generator) -> Case:
     shape = [draw(dims), draw(dims) + 1, *[draw(dims) for _ in range(draw(st.integers(0, 2)))]]

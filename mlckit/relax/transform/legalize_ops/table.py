@@ -107,10 +107,33 @@ def _conv2d(bb: BlockBuilder, call: Call) -> Expr:
     return (_CONV2D if call.attrs["groups"] == 1 else _GROUP_CONV2D)(bb, call)  # type: ignore[index]
 
 
+_CONV2D_TRANSPOSE = Lowering(
+    topi.nn.group_conv2d_transpose_nchw,
+    (
+        ARGS,
+        attr("strides"),
+        attr("padding"),
+        OUT_DTYPE,
+        attr("output_padding"),
+        attr("groups"),
+        attr("dilation"),
+    ),
+    "conv2d_transpose",
+)
+
+
 def _pool2d(pool_type: str) -> Lowering:
     window = (attr("pool_size"), attr("strides"), attr("dilation"), attr("padding"))
     options = (attr("ceil_mode"), attr("layout"), attr("count_include_pad"))
     return Lowering(topi.nn.pool2d, (DATA, *window, pool_type, *options), f"{pool_type}_pool2d")
+
+
+def _pool2d_backward(pool_type: str) -> Lowering:
+    window = (attr("pool_size"), attr("strides"), attr("padding"))
+    options = (attr("ceil_mode"), attr("count_include_pad"), attr("layout"), attr("dilation"))
+    return Lowering(
+        topi.nn.pool_grad, (ARGS, *window, pool_type, *options), f"{pool_type}_pool2d_backward"
+    )
 
 
 def _output_size(call: Call) -> list[Any]:
@@ -201,8 +224,11 @@ LEGALIZATIONS: dict[str, LegalizeFunc] = {
     ),
     "relax.nn.batch_norm": _batch_norm,
     "relax.nn.conv2d": _conv2d,
+    "relax.nn.conv2d_transpose": _CONV2D_TRANSPOSE,
     "relax.nn.max_pool2d": _pool2d("max"),
     "relax.nn.avg_pool2d": _pool2d("avg"),
+    "relax.grad.max_pool2d_backward": _pool2d_backward("max"),
+    "relax.grad.avg_pool2d_backward": _pool2d_backward("avg"),
     "relax.nn.adaptive_avg_pool2d": Lowering(
         topi.nn.adaptive_pool, (DATA, OUTPUT_SIZE, "avg", attr("layout")), "adaptive_avg_pool2d"
     ),
