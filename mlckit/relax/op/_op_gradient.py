@@ -11,8 +11,8 @@ for the partial gradients of ``a`` and ``b``. A rule is a function::
 adjoint. Each partial is an un-normalized relax expression with the struct info of that
 argument (a tuple for a tuple argument, as concat's), or None for an argument that takes no
 gradient (a shape, a bool condition). Worked example, ``y = R.multiply(a, b)``: the rule
-returns ``[grad * b, grad * a]``. A rule that cannot handle its call (a strided conv2d, say)
-raises :class:`TransformError`, which ``Gradient`` prefixes with the binding.
+returns ``[grad * b, grad * a]``. A rule that cannot handle its call (a conv2d of unknown
+size, say) raises :class:`TransformError`, which ``Gradient`` prefixes with the binding.
 
 The rules say nothing about broadcasting: when ``a`` has shape ``(4,)`` and ``y`` shape
 ``(3, 4)``, the partial ``grad * b`` has shape ``(3, 4)``, and the pass sums it back to ``(4,)``
@@ -31,12 +31,14 @@ from typing import Any
 
 import numpy as np
 
+from mlckit.arith import simplify
 from mlckit.errors import TransformError
 
 from ..expr import Call, Expr, Tuple, TupleGetItem, Var, const
 from ..struct_info import TensorStructInfo
 from ..utils import const_int
 from . import binary, datatype, linear_algebra, manipulate, search, spatial, statistical, unary
+from . import grad as grad_op
 
 GradientRule = Callable[[Var, Call, Expr], Sequence[Expr | None]]
 
@@ -444,90 +446,85 @@ def _static_shape(expr: Expr, op: str) -> list[int]:
     return dims  # type: ignore[return-value]
 
 
-def _flip_hw(weight: Expr, height: int, width: int) -> Expr:
-    """The kernel turned by 180 degrees: its last two axes reversed (a take of n-1, ..., 0)."""
-    for axis, extent in ((2, height), (3, width)):
-        weight = manipulate.take(weight, const(np.arange(extent - 1, -1, -1, dtype="int64")), axis)
-    return weight
+def _static_dims(expr: Expr, axes: Sequence[int], op: str) -> list[int]:
+    """The dims ``axes`` of ``expr``'s shape, which must be known numbers."""
+    shape = _shape(expr)
+    dims = [const_int(shape[a]) for a in axes]
+    _require(None not in dims, op, "static channel, height and width dims")
+    return dims  # type: ignore[return-value]
 
 
 @register_gradient("relax.nn.conv2d")
 def _conv2d(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
-    # out[h] = sum_k x_pad[h + k] * w[k] (stride 1). Its adjoints are convolutions again:
-    # dx = grad (padded by k - 1 - p) convolved with the turned kernel, channels swapped;
-    # dw = x (padded by p) convolved with grad, batch and channels swapped on both.
+    # Along one axis out[y] = sum_k x_pad[y*s + k*d] * w[k]; both adjoints are convolutions:
+    # dx sends grad[y] back to the rows that read it, the transposed convolution; dw[k]
+    # correlates x_pad (its rows k*d apart: dilation d becomes the stride) with grad (its rows
+    # s apart: the stride becomes the dilation).
     op, attrs = "relax.nn.conv2d", call.attrs
     data, weight = call.args
-    _require(
-        attrs["strides"] == [1, 1] and attrs["dilation"] == [1, 1] and attrs["groups"] == 1,
-        op,
-        "strides 1, dilation 1 and groups 1",
-    )
-    _require(
-        (attrs["data_layout"], attrs["kernel_layout"], attrs["out_layout"])
-        == ("NCHW", "OIHW", "NCHW"),
-        op,
-        "the NCHW / OIHW layouts",
-    )
-    _, _, kh, kw = _static_shape(weight, op)
-    top, left, bottom, right = attrs["padding"]
-    back_padding = [kh - 1 - top, kw - 1 - left, kh - 1 - bottom, kw - 1 - right]
-    _require(min(back_padding) >= 0, op, "padding smaller than the kernel")
-    swap = [1, 0, 2, 3]
-    turned = manipulate.permute_dims(_flip_hw(weight, kh, kw), swap)
-    return [
-        spatial.conv2d(grad, turned, padding=back_padding),
-        manipulate.permute_dims(
-            spatial.conv2d(
-                manipulate.permute_dims(data, swap),
-                manipulate.permute_dims(grad, swap),
-                padding=attrs["padding"],
-            ),
-            swap,
-        ),
+    dtype = _sinfo(data).dtype
+    _require(attrs["out_dtype"] in ("void", dtype), op, "an out_dtype equal to the data's")
+    strides, dilation, padding = attrs["strides"], attrs["dilation"], attrs["padding"]
+    groups = attrs["groups"]
+    channels, height, width = _static_dims(data, (1, 2, 3), op)
+    kh, kw = _static_dims(weight, (2, 3), op)
+    out_h, out_w = _static_dims(var, (2, 3), op)
+    # Input rows (columns) past the last window get no gradient: the transposed convolution
+    # adds them back as output_padding, and dw's windows over them are cut off.
+    uncovered = [
+        size + padding[a] + padding[a + 2] - ((out - 1) * strides[a] + (k - 1) * dilation[a] + 1)
+        for a, (size, out, k) in enumerate(((height, out_h, kh), (width, out_w, kw)))
     ]
-
-
-def _tiled_pool(call: Call) -> tuple[list[int], list[int]]:
-    """(input shape, pool size) of a pooling whose windows tile the input exactly."""
-    op, attrs = call.op.name, call.attrs  # type: ignore[union-attr]
-    shape = _static_shape(call.args[0], op)
-    pool = list(attrs["pool_size"])
-    _require(
-        list(attrs["strides"]) == pool
-        and attrs["dilation"] == [1, 1]
-        and attrs["padding"] == [0, 0, 0, 0]
-        and attrs["layout"] == attrs["out_layout"] == "NCHW"
-        and shape[2] % pool[0] == 0
-        and shape[3] % pool[1] == 0,
-        op,
-        "NCHW windows that tile the input (strides = pool_size, no padding, no dilation)",
+    data_grad = spatial.conv2d_transpose(
+        grad, weight, strides, padding, uncovered, dilation, groups
     )
-    return shape, pool
+    # dw of group g: the batch is the reduced axis. Data (N, C, H, W) becomes
+    # (C / groups, groups * N, H, W) and grad (N, O, OH, OW) becomes (O, N, OH, OW), so that
+    # the grouped convolution pairs group g's input channels with its output channels only.
+    batch = _shape(data)[0]
+    group_channels = channels // groups
+    if groups == 1:
+        by_group = manipulate.permute_dims(data, [1, 0, 2, 3])
+    else:
+        split = manipulate.reshape(data, [batch, groups, group_channels, height, width])
+        by_group = manipulate.reshape(
+            manipulate.permute_dims(split, [2, 1, 0, 3, 4]),
+            [group_channels, simplify(groups * batch), height, width],
+        )
+    correlation = spatial.conv2d(
+        by_group,
+        manipulate.permute_dims(grad, [1, 0, 2, 3]),
+        strides=dilation,
+        padding=padding,
+        dilation=strides,
+        groups=groups,
+    )
+    weight_grad = manipulate.permute_dims(correlation, [1, 0, 2, 3])
+    # The correlation runs over every kernel offset that fits; keep the kernel's own.
+    reach = [
+        (size + padding[a] + padding[a + 2] - (out - 1) * strides[a] - 1) // dilation[a] + 1
+        for a, (size, out) in enumerate(((height, out_h), (width, out_w)))
+    ]
+    for axis, (k, extent) in enumerate(zip((kh, kw), reach), start=2):
+        if extent > k:
+            weight_grad = manipulate.take(weight_grad, const(np.arange(k, dtype="int64")), axis)
+    return [data_grad, weight_grad]
 
 
-def _spread_windows(value: Expr, shape: list[int], pool: list[int]) -> Expr:
-    """Each element of a pooled ``value`` repeated over its window of the input's ``shape``."""
-    n, c, h, w = shape
-    ph, pw = pool
-    tiles = manipulate.reshape(value, [n, c, h // ph, 1, w // pw, 1])
-    spread = manipulate.broadcast_to(tiles, [n, c, h // ph, ph, w // pw, pw])
-    return manipulate.reshape(spread, shape)
+def _pool2d_backward(backward: Callable[..., Call]) -> GradientRule:
+    """The rule of a pooling: its backward op under the forward call's attributes."""
+
+    def rule(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
+        return [backward(grad, call.args[0], **call.attrs.fields)]  # type: ignore[union-attr]
+
+    return rule
 
 
-@register_gradient("relax.nn.max_pool2d")
-def _max_pool2d(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
-    # The gradient goes to the element that was the window's maximum (to each, on a tie).
-    shape, pool = _tiled_pool(call)
-    is_max = binary.equal(call.args[0], _spread_windows(var, shape, pool))
-    return [_zero_where_not(is_max, _spread_windows(grad, shape, pool), like=var)]
-
-
-@register_gradient("relax.nn.avg_pool2d")
-def _avg_pool2d(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
-    shape, pool = _tiled_pool(call)
-    window = _scalar(float(pool[0] * pool[1]), grad)
-    return [binary.divide(_spread_windows(grad, shape, pool), window)]
+# Overlapping windows (a stride below the window) make an input element gather from several
+# outputs, and a max pooling passes each window's gradient to its first largest element only,
+# so the gradients are ops of their own, legalized through topi.nn.pool_grad.
+register_gradient("relax.nn.max_pool2d")(_pool2d_backward(grad_op.max_pool2d_backward))
+register_gradient("relax.nn.avg_pool2d")(_pool2d_backward(grad_op.avg_pool2d_backward))
 
 
 # ----------------------------------------------------------------------------- losses

@@ -595,47 +595,6 @@ def test_multiple_uses_accumulate_as_in_tvm():
     assert_structural_equal(relax.transform.Gradient("main")(Before), Expected)
 
 
-# ----------------------------------------------------------- convolution, pooling
-@pytest.mark.parametrize("pool", ["max", "avg"])
-@pytest.mark.parametrize("padding", [0, 1])
-def test_conv2d_relu_pool_equal_torch(pool, padding):
-    x = relax.Var("x", R.Tensor((2, 3, 6, 6), F32))
-    w = relax.Var("w", R.Tensor((4, 3, 3, 3), F32))
-    out_size = 6 + 2 * padding - 2
-    pooled = (2, 4, out_size // 2, out_size // 2)
-    weights_np = np.linspace(-1, 1, int(np.prod(pooled)), dtype=F32).reshape(pooled)
-    pool_op = relax.op.nn.max_pool2d if pool == "max" else relax.op.nn.avg_pool2d
-    bb = relax.BlockBuilder()
-    with bb.function("main", [x, w]):
-        with bb.dataflow():
-            conv = bb.emit(relax.op.nn.conv2d(x, w, padding=padding))
-            act = bb.emit(relax.op.nn.relu(conv))
-            p = bb.emit(pool_op(act, pool_size=2, strides=2))
-            gv = bb.emit_output(relax.op.sum(relax.op.multiply(p, relax.const(weights_np))))
-        bb.emit_func_output(gv)
-    inputs = _random((2, 3, 6, 6), (4, 3, 3, 3), seed=10)
-    _, grads = _check_against_numerical(bb.get(), inputs)
-
-    tx, tw = (torch.tensor(a, requires_grad=True) for a in inputs)
-    act = torch.relu(torch.nn.functional.conv2d(tx, tw, padding=padding))
-    pooled_t = getattr(torch.nn.functional, f"{pool}_pool2d")(act, 2, 2)
-    (pooled_t * torch.tensor(weights_np)).sum().backward()
-    np.testing.assert_allclose(grads[0], tx.grad.numpy(), rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(grads[1], tw.grad.numpy(), rtol=1e-4, atol=1e-5)
-
-
-def test_conv2d_with_strides_has_no_gradient_yet():
-    x = relax.Var("x", R.Tensor((1, 1, 4, 4), F32))
-    w = relax.Var("w", R.Tensor((1, 1, 2, 2), F32))
-    bb = relax.BlockBuilder()
-    with bb.function("main", [x, w]):
-        with bb.dataflow():
-            gv = bb.emit_output(relax.op.sum(relax.op.nn.conv2d(x, w, strides=2)))
-        bb.emit_func_output(gv)
-    with pytest.raises(TransformError, match=r"at lv = relax.nn.conv2d\(...\): .*strides 1"):
-        relax.transform.Gradient("main")(bb.get())
-
-
 @I.ir_module
 class SplitConcat:
     @R.function
