@@ -1,8 +1,9 @@
 """Chapter 9, training: the gradients of a sigmoid layer by hand (reverse mode, checked against
-central differences) and its tangent (forward mode).
+central differences), its tangent (forward mode), and an optimizer that trains the course MLP
+in one epoch.
 
-Both exercises differentiate the same function, the chapter's tiny graph with a sigmoid in
-place of its tanh::
+The first two exercises differentiate the same function, the chapter's tiny graph with a
+sigmoid in place of its tanh::
 
     loss(x, w, b) = sum(sigmoid(x @ w + b))      x (4, 3), w (3, 2), b (2,)
 
@@ -12,6 +13,11 @@ tangent checker moves one input at a time, so that a missing term of a rule show
 whose tangent is wrong. Worked example of what the checkers read: with every input zero,
 ``sigmoid(0) = 1/2`` everywhere, so ``loss = 8 * 1/2 = 4`` and ``b``'s gradient is
 ``4 * sigmoid'(0) = 4 * 1/4 = 1`` for each of its two elements (four rows each).
+
+The optimizer checker trains the chapter's MLP (``mlckit.testing.examples.MLPBackbone``) with
+the answer for one epoch, 30 steps of 50 images from the chapter's initial weights, and reads
+the loss curve to say whether the steps were too large (the loss jumps or overflows) or too
+small (it falls, but not far enough) for the held-out accuracy to reach the bar.
 """
 
 from __future__ import annotations
@@ -21,6 +27,13 @@ from typing import Any
 
 import numpy as np
 
+from mlckit.driver import build
+from mlckit.relax.struct_info import TensorStructInfo
+from mlckit.relax.training import SetupTrainer, Trainer
+from mlckit.relax.training.loss import CrossEntropyLoss
+from mlckit.relax.training.optimizer import Optimizer
+from mlckit.relax.vm import VirtualMachine
+from mlckit.runtime import cpu
 from mlckit.testing import check_numerical_grads
 
 from .core import Mismatch, exercise
@@ -254,4 +267,88 @@ def check_sigmoid_jvp(answer: Any) -> None:
             f"{got:.6g}, expected {want:.6g}",
             "the tangents of the three inputs add: compute each instruction's tangent from all "
             "of its arguments' tangents at once",
+        )
+
+
+# ------------------------------------------------------------------------ ch9.one_epoch
+
+ONE_EPOCH_ACCURACY = 0.72
+BATCH = 50
+
+
+def train_one_epoch(optimizer: Optimizer) -> tuple[list[float], float]:
+    """The losses of the 30 steps of one epoch of the chapter's MLP trained with ``optimizer``
+    (the chapter's initial weights and a fixed order of the 1,500 images), and the held-out
+    accuracy after it."""
+    from mlckit.datasets import fashion_mnist_split
+    from mlckit.testing.examples import MLPBackbone
+
+    loss_args = [TensorStructInfo((BATCH, 10), "float32"), TensorStructInfo((BATCH,), "int64")]
+    train_mod = SetupTrainer(CrossEntropyLoss(), optimizer, loss_args)(MLPBackbone)
+    trainer = Trainer(train_mod, VirtualMachine(build(train_mod, "llvm"), cpu()), cpu())
+    # The chapter's weights: numpy's global generator seeded with 0; the caller's state is kept.
+    caller_state = np.random.get_state()
+    np.random.seed(0)
+    trainer.xaiver_uniform_init_params()
+    np.random.set_state(caller_state)
+    train, held_out = fashion_mnist_split()
+    images, labels = train.images.reshape(-1, 784), train.labels.astype("int64")
+    order = np.random.default_rng(0).permutation(len(labels))
+    losses = [
+        float(trainer.update(images[b], labels[b]).numpy())
+        for b in (order[i : i + BATCH] for i in range(0, len(labels), BATCH))
+    ]
+    tests = held_out.images.reshape(-1, 784)
+    scores = [trainer.predict(tests[i : i + BATCH]).numpy() for i in range(0, len(tests), BATCH)]
+    return losses, float(np.mean(np.concatenate(scores).argmax(axis=1) == held_out.labels))
+
+
+@exercise(
+    "ch9.one_epoch",
+    title="An optimizer that trains the MLP in one epoch",
+    task=f"""
+    The chapter trained its MLP for five epochs with `Adam(1e-3)`. Choose an optimizer from
+    `relax.training.optimizer` (`SGD`, `MomentumSGD` or `Adam`) and its settings so that a
+    single epoch, 30 steps of 50 images from the chapter's initial weights, reaches a
+    held-out accuracy of {ONE_EPOCH_ACCURACY:.0%}. The answer is the optimizer object,
+    `SGD(0.01)` for instance; the check trains the MLP with it (a few seconds) and reads the
+    loss curve.
+    """,
+    hints=(
+        "A learning rate sets the size of each step: too small and 30 steps do not get far, "
+        "too large and the loss jumps instead of falling. Try a few, by factors of 10.",
+        "Plain SGD takes the same step size for every weight. Momentum (MomentumSGD(lr, "
+        "momentum=0.9)) keeps going in the direction of past gradients; Adam scales each "
+        "weight's step by its own gradient history, which lets it take larger steps safely.",
+        "Adam with a learning rate a few times the chapter's 1e-3 does it, for example "
+        "Adam(5e-3); so does MomentumSGD(0.02, 0.9).",
+    ),
+    solution=reference.one_epoch,
+)
+def check_one_epoch(answer: Any) -> None:
+    if isinstance(answer, type) and issubclass(answer, Optimizer):
+        raise Mismatch(
+            f"your answer is the class {answer.__name__}, not an optimizer",
+            f"call it with its settings: {answer.__name__}(lr, ...)",
+        )
+    if not isinstance(answer, Optimizer):
+        raise Mismatch(
+            f"expected an optimizer such as SGD(0.01), got {type(answer).__name__}",
+            "make one from mlckit.relax.training.optimizer: SGD, MomentumSGD or Adam",
+        )
+    losses, accuracy = train_one_epoch(answer)
+    first, peak, last = losses[0], max(losses), float(np.mean(losses[-5:]))
+    if not np.all(np.isfinite(losses)) or peak > 2 * first:
+        jumped = "overflowed (inf or nan)" if not np.all(np.isfinite(losses)) else f"{peak:.3g}"
+        raise Mismatch(
+            f"your steps are too large: the loss went from {first:.2f} to {jumped} instead "
+            f"of falling, and the held-out accuracy is {accuracy:.1%}",
+            "lower the learning rate, by a factor of 10 to start with",
+        )
+    if accuracy < ONE_EPOCH_ACCURACY:
+        raise Mismatch(
+            f"the held-out accuracy after one epoch is {accuracy:.1%}, below "
+            f"{ONE_EPOCH_ACCURACY:.0%}: the loss fell from {first:.2f} to {last:.2f} (the "
+            "last 5 steps' mean), not far enough in 30 steps",
+            "take larger steps: a larger learning rate, momentum (MomentumSGD) or Adam",
         )

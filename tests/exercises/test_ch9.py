@@ -10,11 +10,12 @@ from replies import assert_verdict
 from mlckit.exercises import check, exercises, hint, solution
 from mlckit.exercises.ch9 import layer_inputs, layer_loss, sigmoid
 from mlckit.exercises.solutions import ch9 as reference
+from mlckit.relax.training.optimizer import SGD, Adam, MomentumSGD
 
-NAMES = ["ch9.sigmoid_grads", "ch9.sigmoid_jvp"]
+NAMES = ["ch9.sigmoid_grads", "ch9.sigmoid_jvp", "ch9.one_epoch"]
 
 
-def test_the_chapter_has_two_exercises_with_graded_hints():
+def test_the_chapter_has_three_exercises_with_graded_hints():
     assert [e.name for e in exercises(9)] == NAMES
     for name in NAMES:
         assert "last hint" in str(hint(name, 3))
@@ -27,7 +28,7 @@ def test_each_reference_solution_passes(name):
     assert result.passed, str(result)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", NAMES[:2])
 @pytest.mark.parametrize("answer", [None, 42, "grads"])
 def test_answers_that_are_not_functions_are_reported(name, answer):
     assert_verdict(check(name, answer), "expected a function")
@@ -137,3 +138,29 @@ def test_tangent_mistakes_are_named(mistake, cause, fix):
 def test_a_tangent_function_that_returns_one_number_is_told_two():
     result = check("ch9.sigmoid_jvp", lambda *args: 0.0)
     assert_verdict(result, "returned float", "two numbers")
+
+
+# ------------------------------------------------------------------------ ch9.one_epoch
+def test_momentum_sgd_reaches_the_bar_too():
+    assert check("ch9.one_epoch", MomentumSGD(0.02, 0.9)).passed
+
+
+def test_an_optimizer_used_before_can_be_checked_again():
+    optimizer = Adam(5e-3)
+    assert check("ch9.one_epoch", optimizer).passed
+    assert check("ch9.one_epoch", optimizer).passed
+
+
+@pytest.mark.parametrize(
+    ("answer", "cause", "fix"),
+    [
+        (SGD(0.01), "below 72%: the loss fell from 2.64 to", "take larger steps"),
+        (SGD(10.0), "your steps are too large: the loss went from 2.64 to", "lower the"),
+        (Adam, "the class Adam, not an optimizer", "Adam(lr, ...)"),
+        (1e-3, "expected an optimizer such as SGD(0.01), got float", "SGD, MomentumSGD"),
+    ],
+)
+def test_optimizer_mistakes_are_named(answer, cause, fix):
+    result = check("ch9.one_epoch", answer)
+    assert_verdict(result, cause)
+    assert fix in result.hint
