@@ -227,7 +227,25 @@ class _JvpBuilder:
             return
         tangent = self._value_tangent(var, value)
         if tangent is not None:
-            self.tangents[var] = self._emit(var, self._broadcast_to(tangent, var), name)
+            tangent = self._broadcast_to(self._bind_parts(tangent, f"{name}_part"), var)
+            self.tangents[var] = self._emit(var, tangent, name)
+
+    def _bind_parts(self, expr: Expr, hint: str) -> Expr:
+        """``expr`` normalized, each call nested in it bound first to a variable named after
+        ``hint`` (``lv4_tangent_part``): the builder's own names (``lv``, ``lv1``) would take
+        the names of forward bindings still to come."""
+
+        def bind(value: Expr) -> Expr:
+            inner = self._bind_parts(value, hint)
+            return self.bb.emit(inner, hint) if isinstance(inner, (Call, TupleGetItem)) else inner
+
+        if isinstance(expr, Call):
+            expr = Call(expr.op, [bind(a) for a in expr.args], expr.attrs, expr.sinfo_args)
+        elif isinstance(expr, Tuple):
+            expr = Tuple([bind(f) for f in expr.fields])
+        elif isinstance(expr, TupleGetItem):
+            expr = TupleGetItem(bind(expr.tuple_value), expr.index)
+        return self.bb.normalize(expr)
 
     def _value_tangent(self, var: Var, value: Expr) -> Expr | None:
         """The tangent of ``var = value`` (un-normalized), None when it is zero."""
@@ -269,8 +287,8 @@ class _JvpBuilder:
         return None
 
     def _broadcast_to(self, tangent: Expr, var: Var) -> Expr:
-        """``tangent`` repeated up to ``var``'s shape when broadcasting made ``var`` bigger."""
-        tangent = self.bb.normalize(tangent)
+        """``tangent`` (normalized) repeated up to ``var``'s shape when broadcasting made
+        ``var`` bigger."""
         have, want = tangent.struct_info_, var.struct_info_
         if not isinstance(have, TensorStructInfo) or not isinstance(want, TensorStructInfo):
             return tangent
@@ -280,7 +298,11 @@ class _JvpBuilder:
         same = len(want_shape) == len(have_shape) and all(
             dims_equal(a, b) for a, b in zip(want_shape, have_shape)
         )
-        return tangent if same else relax_op.broadcast_to(tangent, ShapeExpr(list(want_shape)))
+        if same:
+            return tangent
+        if isinstance(tangent, Call):
+            tangent = self.bb.emit(tangent, f"{var.name_hint}_tangent_part")
+        return relax_op.broadcast_to(tangent, ShapeExpr(list(want_shape)))
 
     def _result_tangent(self, body: Expr) -> Expr:
         """The returned value's tangent: a tuple's field by field, zeros where it is zero."""
@@ -288,9 +310,9 @@ class _JvpBuilder:
             return Tuple([self._result_tangent(field) for field in body.fields])
         tangent = self._tangent_of(body)
         if tangent is None:
-            label = body.name_hint if isinstance(body, Var) else "result"
+            name = f"{body.name_hint if isinstance(body, Var) else 'result'}_tangent"
             value = _zeros_like(_Substitute(self.remap).visit_expr(body))
-            return self.bb.emit_output(value, f"{label}_tangent")
+            return self.bb.emit_output(self._bind_parts(value, f"{name}_part"), name)
         return tangent
 
 
