@@ -15,11 +15,11 @@
 # # 9. Training
 #
 # Every model of the earlier chapters came with its weights: the FashionMNIST MLP of chapters
-# 3 and 7 was trained elsewhere, with PyTorch, and the course only compiled its inference.
+# 3 and 7 was trained elsewhere, and the course only compiled its inference.
 # Training needs one more thing from the compiler: the *gradient* of a loss with respect to
 # every weight, so that an optimizer can move the weights downhill. A framework computes it
-# by recording the operations as they run and replaying them backwards. An ML compiler
-# can do better, because it has the whole program in hand: it *transforms* the function that
+# by recording the operations as they run and replaying them backwards. An ML compiler has
+# the whole program in hand, so it can work ahead of time: it *transforms* the function that
 # computes the loss into a function that also computes the gradients, before anything runs.
 # That new function is a Relax function like any other, so it is printed, drawn, fused,
 # scheduled and compiled by everything the earlier chapters built.
@@ -270,9 +270,12 @@ assert abs(float(jvp_tangent.numpy()) - tangent) < 1e-4
 # parameters and returns `main`'s result together with the tuple of gradients (of every
 # parameter, unless `require_grads` names some).
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "shows:adjoint-bindings"]
 AdjointModule = relax.transform.Gradient("main")(TinyModule)
-print(AdjointModule["main_adjoint"].script())
+adjoint_script = AdjointModule["main_adjoint"].script()
+print(adjoint_script)
+for named in ("lv: R.Tensor", "lv3: R.Tensor", "R.collapse_sum_to(lv1_adjoint, R.shape([2]))"):
+    assert named in adjoint_script  # the text below reads these bindings
 
 # %% [markdown]
 # Read it against our numpy. The forward bindings come first, copied. Then, backwards,
@@ -283,7 +286,7 @@ print(AdjointModule["main_adjoint"].script())
 # broadcast. The matmul's rule transposes `w` and `x` (`R.permute_dims`) and multiplies, one
 # product per argument. The adjoints of the parameters are bound to `x_adjoint_out`,
 # `w_adjoint_out`, `b_adjoint_out` and returned with `gv`. The names follow TVM's: the
-# adjoint of `v` is `v_adjoint`.
+# adjoint of `v` is `v_adjoint`. <!-- shown-by: adjoint-bindings -->
 #
 # The picture draws an adjoint function in its two parts: the forward bindings (blue), which
 # compute the result, and the backward ones (pink), which compute the gradients. The dashed
@@ -450,7 +453,8 @@ init = [rng.normal(0, 0.05, shape).astype("float32") for shape in shapes]
 mlp_args = [mlckit.nd.array(a) for a in [batch_x, *init, batch_label]]
 
 
-def compiled(mod: IRModule):
+def compiled(mod: IRModule) -> relax.VirtualMachine:
+    """``mod`` built for the CPU (every kernel with the default schedule), ready to run."""
     return relax.VirtualMachine(mlckit.build(mod, target="llvm"), mlckit.cpu())
 
 
