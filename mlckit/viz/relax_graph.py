@@ -221,11 +221,11 @@ class _DataflowDrawer:
             lines.append(style.small(info.caption or caption))
         lines.append(style.bold(info.title))
         lines.append(style.code(f"{var.name_hint}: {style.compact_sinfo(var.struct_info_)}"))
+        # In an adjoint drawn in parts the fill says the part, else the op pattern.
         if self._part is None:
-            fill = style.pattern_colour(info.pattern)
+            attrs = dict(attrs, fillcolor=style.pattern_colour(info.pattern))
         else:
-            fill = style.ADJOINT_PARTS[self._part][1]
-        attrs = dict(attrs, fillcolor=fill)
+            attrs = dict(attrs, fillcolor=style.ADJOINT_PARTS[self._part][1])
         if is_output:
             attrs["style"] += ",bold"
         node_id = self.pic.new_id("v", prefix + var.name_hint)
