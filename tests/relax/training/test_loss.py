@@ -187,8 +187,7 @@ def tvm_categorical_cross_entropy_loss(
     R.func_attr({"global_symbol": "categorical_cross_entropy_loss"})
     with R.dataflow():
         lv: R.Tensor((3, 5), "float32") = R.nn.log_softmax(predictions, axis=-1)
-        # TVM spells the cast targets.astype("float32"), which mlckit's parser does not read.
-        gv: R.Tensor((), "float32") = R.mean(-lv * R.astype(targets, "float32"))
+        gv: R.Tensor((), "float32") = R.mean(-lv * targets.astype("float32"))
         R.output(gv)
     return gv
 
