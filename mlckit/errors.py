@@ -72,6 +72,11 @@ class TransformError(MLCError):
     """A pass cannot be applied to a module; names the pass, the function and the cause."""
 
 
+class SerializationError(MLCError):
+    """IR text cannot be loaded (not JSON, cut short, an unknown version or type name, wrong
+    fields, a dangling reference), or an object cannot be saved (a Python function)."""
+
+
 # The old spellings warned about so far: each is announced once per process, however often it
 # runs (a course loop that builds a variable per layer should not print a warning per layer).
 _warned_spellings: set[str] = set()
@@ -93,6 +98,7 @@ __all__ = [
     "MLCError",
     "ParseError",
     "ScheduleError",
+    "SerializationError",
     "StructInfoError",
     "StructuralMismatchError",
     "TransformError",

@@ -27,6 +27,17 @@ def register_printer(script: Callable[..., str], show: Callable[..., None]) -> N
     _PRINTER["show"] = show
 
 
+# Pickling goes through the JSON form; mlckit.ir.serialization, which builds on the nodes,
+# installs save_json and load_json here when it loads (mlckit.ir loads it).
+_SERIALIZER: dict[str, Callable[..., Any]] = {}
+
+
+def register_serializer(save_json: Callable[[Any], str], load_json: Callable[[str], Any]) -> None:
+    """Install the functions behind :meth:`Node.__reduce__` (pickling)."""
+    _SERIALIZER["save_json"] = save_json
+    _SERIALIZER["load_json"] = load_json
+
+
 @dataclass(frozen=True)
 class Span:
     """A source location: where a node was written in TVMScript."""
@@ -68,6 +79,18 @@ class Node:
         for name, value in changes.items():
             object.__setattr__(new, name, value)
         return new
+
+    # ------------------------------------------------------------------ copying
+    def __copy__(self) -> "Node":
+        # A shallow copy shares the fields (what with_fields starts from); without this,
+        # copy.copy would go through __reduce__ and save the whole graph as JSON.
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
+
+    def __reduce__(self) -> tuple[Callable[[str], Any], tuple[str]]:
+        """Pickle as the JSON text of the node's graph (mlckit.ir.save_json)."""
+        return _SERIALIZER["load_json"], (_SERIALIZER["save_json"](self),)
 
     # ------------------------------------------------------------------ display
     def script(self, **options: Any) -> str:
