@@ -128,7 +128,7 @@ print("w_adjoint =\n", w_adjoint.round(4))
 # %% [markdown]
 # Two things are worth noticing before any theory. The backward pass *reads the forward
 # pass's intermediates* (`lv2` here; a ReLU would read its input): a training step has to keep
-# them until the backward pass is done, which is where most of a training step's memory
+# them until the backward pass is done, which is where much of a training step's memory
 # goes. And every backward line is about as costly as the forward line it comes from (a
 # matmul gives two matmuls): the gradient with respect to *all* the parameters costs a small
 # multiple of one forward pass, however many parameters there are.
@@ -168,10 +168,9 @@ assert abs(central - w_adjoint[1, 0]) < 1e-4
 # | `sum(a)` | `sum(a)` | `sum(a_dot)` |
 #
 # Nothing has to be remembered or replayed: the tangent is computed in the same sweep as the
-# value, instruction by instruction. That is forward mode, the "carry both values over all
-# instructions" that TVM's design notes describe. In plain Python it is a table of rules and
-# a loop over the bindings of `TinyModule["main"]`, which gives each op's name and its
-# arguments:
+# value, instruction by instruction. That is forward mode: both values are carried over all
+# instructions. In plain Python it is a table of rules and a loop over the bindings of
+# `TinyModule["main"]`, which gives each op's name and its arguments:
 
 # %%
 TANGENT_RULES = {
@@ -188,9 +187,8 @@ def run_with_tangents(func: relax.Function, duals: dict) -> tuple:
     for binding in func.body.blocks[0].bindings:
         rule = TANGENT_RULES[binding.value.op.name]
         env[binding.var] = rule(*(env[arg] for arg in binding.value.args))
-        print(
-            f"{binding.var.name_hint:>3} = {binding.value.op.name:<13} tangent {env[binding.var][1].shape}"
-        )
+        tangent_shape = env[binding.var][1].shape
+        print(f"{binding.var.name_hint:>3} = {binding.value.op.name:<13} tangent {tangent_shape}")
     return env[func.body.body]
 
 
