@@ -46,8 +46,8 @@ _OPERATORS: dict[str, Callable[..., Call]] = {}
 
 
 def register_operators(**ops: Callable[..., Call]) -> None:
-    """Install the op constructors Expr's operators call: ``add``, ``subtract``,
-    ``multiply``, ``divide``, ``matmul`` and ``negative``."""
+    """Install the op constructors Expr's operators and ``astype`` call (the names of
+    ``_OPERATOR_METHODS``, ``negative`` and ``astype``)."""
     _OPERATORS.update(ops)
 
 
@@ -85,33 +85,12 @@ class Expr(Node):
         warn_old_spelling("expr._checked_type_", "expr.struct_info")
         return DynTensorType.of(self.struct_info, _describe(self))
 
-    # Operators build calls to relax ops, as in TVM (see register_operators).
-    def __add__(self, other: Any) -> "Call":
-        return _OPERATORS["add"](self, other)
+    # Python's operators (+, -, *, /, //, **, @, unary -, <, <=, >, >=) build calls to relax
+    # ops, as TVM's ExprWithOp does: installed below from _OPERATOR_METHODS.
 
-    def __radd__(self, other: Any) -> "Call":
-        return _OPERATORS["add"](other, self)
-
-    def __sub__(self, other: Any) -> "Call":
-        return _OPERATORS["subtract"](self, other)
-
-    def __rsub__(self, other: Any) -> "Call":
-        return _OPERATORS["subtract"](other, self)
-
-    def __mul__(self, other: Any) -> "Call":
-        return _OPERATORS["multiply"](self, other)
-
-    def __rmul__(self, other: Any) -> "Call":
-        return _OPERATORS["multiply"](other, self)
-
-    def __truediv__(self, other: Any) -> "Call":
-        return _OPERATORS["divide"](self, other)
-
-    def __matmul__(self, other: Any) -> "Call":
-        return _OPERATORS["matmul"](self, other)
-
-    def __neg__(self) -> "Call":
-        return _OPERATORS["negative"](self)
+    def astype(self, dtype: str) -> "Call":
+        """``R.astype(self, dtype)``, TVM's method spelling."""
+        return _OPERATORS["astype"](self, dtype)
 
     def __getitem__(self, index: int) -> "TupleGetItem":
         return TupleGetItem(self, index)
@@ -128,6 +107,39 @@ class Expr(Node):
             "write relax.Tuple([x]) (a list of fields); to take field i of a tuple-valued "
             "expression, write x[i]"
         )
+
+
+# Python operator method -> (relax op, whether the expression is the right-hand operand).
+_OPERATOR_METHODS = {
+    "__add__": ("add", False),
+    "__radd__": ("add", True),
+    "__sub__": ("subtract", False),
+    "__rsub__": ("subtract", True),
+    "__mul__": ("multiply", False),
+    "__rmul__": ("multiply", True),
+    "__truediv__": ("divide", False),
+    "__rtruediv__": ("divide", True),
+    "__floordiv__": ("floor_divide", False),
+    "__rfloordiv__": ("floor_divide", True),
+    "__pow__": ("power", False),
+    "__rpow__": ("power", True),
+    "__matmul__": ("matmul", False),
+    "__lt__": ("less", False),
+    "__le__": ("less_equal", False),
+    "__gt__": ("greater", False),
+    "__ge__": ("greater_equal", False),
+}
+
+
+def _operator_method(op: str, reflected: bool) -> Callable[[Expr, Any], "Call"]:
+    if reflected:
+        return lambda self, other: _OPERATORS[op](other, self)
+    return lambda self, other: _OPERATORS[op](self, other)
+
+
+for _method, (_op, _reflected) in _OPERATOR_METHODS.items():
+    setattr(Expr, _method, _operator_method(_op, _reflected))
+Expr.__neg__ = lambda self: _OPERATORS["negative"](self)  # type: ignore[method-assign]
 
 
 @dataclass(**_NODE)

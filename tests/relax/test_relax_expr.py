@@ -111,3 +111,41 @@ def test_a_packed_call_names_its_callee(call):
         call("env.log" * u, u, sinfo_args=relax.ObjectStructInfo())
     made = call("env.log", u, sinfo_args=relax.ObjectStructInfo())
     assert any(isinstance(part, relax.ExternFunc) for part in (made.op, *made.args))
+
+
+OPERATORS = [
+    (lambda x, y: x + y, "relax.add", False),
+    (lambda x, y: y + x, "relax.add", True),
+    (lambda x, y: x - y, "relax.subtract", False),
+    (lambda x, y: y - x, "relax.subtract", True),
+    (lambda x, y: x * y, "relax.multiply", False),
+    (lambda x, y: x / y, "relax.divide", False),
+    (lambda x, y: y / x, "relax.divide", True),
+    (lambda x, y: x // y, "relax.floor_divide", False),
+    (lambda x, y: y // x, "relax.floor_divide", True),
+    (lambda x, y: x**y, "relax.power", False),
+    (lambda x, y: y**x, "relax.power", True),
+    (lambda x, y: x < y, "relax.less", False),
+    (lambda x, y: x <= y, "relax.less_equal", False),
+    (lambda x, y: x > y, "relax.greater", False),
+    (lambda x, y: x >= y, "relax.greater_equal", False),
+    (lambda x, y: y < x, "relax.greater", False),  # Python asks x.__gt__(y)
+]
+
+
+@pytest.mark.parametrize("apply, op, reflected", OPERATORS)
+def test_python_operators_build_relax_calls_as_tvm_does(apply, op, reflected):
+    """TVM's ExprWithOp operators: an expression and a number, in either order."""
+    x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
+    call = apply(x, 2.0)
+    assert call.op.name == op
+    assert call.args[1 if reflected else 0] is x
+    assert isinstance(call.args[0 if reflected else 1], relax.PrimValue)
+
+
+def test_astype_method_and_negation():
+    x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
+    cast = x.astype("float16")
+    assert cast.op.name == "relax.astype" and cast.attrs.dtype == "float16"
+    assert (-x).op.name == "relax.negative"
+    assert (x @ relax.Var("w", relax.TensorStructInfo((3, 4), "float32"))).op.name == "relax.matmul"

@@ -49,7 +49,19 @@ from .ternary import ewise_fma
 from .unary import abs, erf, exp, log, negative, sigmoid, sqrt, tanh
 
 register_operators(
-    add=add, subtract=subtract, multiply=multiply, divide=divide, matmul=matmul, negative=negative
+    add=add,
+    subtract=subtract,
+    multiply=multiply,
+    divide=divide,
+    floor_divide=floor_divide,
+    power=power,
+    matmul=matmul,
+    negative=negative,
+    less=less,
+    less_equal=less_equal,
+    greater=greater,
+    greater_equal=greater_equal,
+    astype=astype,
 )
 
 __all__ = [
