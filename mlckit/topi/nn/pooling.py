@@ -169,12 +169,13 @@ def pool_grad(
     its output (block ``pool_grad``).
 
     Input row ``h`` is tap ``r`` of output row ``y`` when ``y * s + r * d = h + top``, so each
-    input element sums, over the ``kh * kw`` taps of a window, the output gradient of the
-    window whose tap it is (if any). Average pooling passes ``grads / divisor`` (block
-    ``pool_grad_scaled``) to every tap; max pooling passes ``grads`` to the window's first
-    largest element only, as PyTorch does: block ``pool_argmax`` finds the smallest tap
-    ``r0 * kw + r1`` holding the maximum (block ``pool_max``). Windows overlap when the
-    stride is smaller than the window, and an element then gathers from several of them.
+    input element sums the output gradients of the windows it is a tap of: at most
+    ``ceil(((k - 1) * d + 1) / s)`` windows per axis, the one starting at or before ``h + top``
+    and those before it (one for a 2x2 window moving by 2, two for 3x3 by 2; several windows
+    when they overlap). Average pooling passes ``grads / divisor`` (block ``pool_grad_scaled``)
+    to every tap; max pooling passes ``grads`` to the window's first largest element only, as
+    PyTorch does: block ``pool_argmax`` finds the smallest tap ``r0 * kw + r1`` holding the
+    maximum (block ``pool_max``).
     """
     op = "topi.nn.pool_grad"
     _check_pool_input(op, data, pool_type, layout)
@@ -233,23 +234,34 @@ def pool_grad(
             varargs_names=names,
         )
 
+    # The windows that may hold input row h: the one starting at or just before it and the
+    # ceil(span / s) - 1 before that, span = (k - 1) * d + 1 the rows a window covers.
+    spans = [(k - 1) * d + 1 for k, d in ((win.kh, win.dh), (win.kw, win.dw))]
+    j0 = te.reduce_axis((0, -(-spans[0] // win.sh)), name="j0")
+    j1 = te.reduce_axis((0, -(-spans[1] // win.sw)), name="j1")
+
     def gather(n: PrimExpr, c: PrimExpr, h: PrimExpr, w: PrimExpr) -> PrimExpr:
         inside: list[PrimExpr] = []
-        index: list[PrimExpr] = []
-        for i, before, r, s, d, out in (
-            (h, win.top, rv0.var, win.sh, win.dh, win.out_h),
-            (w, win.left, rv1.var, win.sw, win.dw, win.out_w),
+        windows: list[PrimExpr] = []
+        taps: list[PrimExpr] = []
+        for i, before, j, s, d, span, out in (
+            (h, win.top, j0.var, win.sh, win.dh, spans[0], win.out_h),
+            (w, win.left, j1.var, win.sw, win.dw, spans[1], win.out_w),
         ):
-            offset = arith.simplify(i + before - r * d)  # where the window with this tap starts
-            inside.append(offset >= 0)
-            if s > 1:
-                inside.append(tir_op.floormod(offset, s) == 0)
-                offset = tir_op.floordiv(offset, s)
-            inside.append(offset < out)
-            index.append(offset)
-        y, x = index
+            padded = arith.simplify(i + before)
+            window = arith.simplify(tir_op.floordiv(padded, s) - j)
+            offset = arith.simplify(tir_op.floormod(padded, s) + j * s)  # from the window's start
+            inside += [window >= 0, window < out]
+            if -(-span // s) * s > span:  # else every offset lies in the window
+                inside.append(offset < span)
+            if d > 1:  # the row lies between two taps of a dilated window
+                inside.append(tir_op.floormod(offset, d) == 0)
+                offset = tir_op.floordiv(offset, d)
+            windows.append(window)
+            taps.append(offset)
+        y, x = windows
         if pool_type == "max":
-            inside.append(argmax[n, c, y, x] == arith.simplify(rv0.var * win.kw + rv1.var))
+            inside.append(argmax[n, c, y, x] == arith.simplify(taps[0] * win.kw + taps[1]))
             value = grads[n, c, y, x]
         else:
             value = scaled[n, c, y, x]
@@ -257,7 +269,7 @@ def pool_grad(
         for term in inside[1:]:
             condition = condition & term
         zero = const(0, grads.dtype)
-        return te.sum(tir_op.if_then_else(condition, value, zero), axis=[rv0, rv1])
+        return te.sum(tir_op.if_then_else(condition, value, zero), axis=[j0, j1])
 
     return te.compute(data.shape, gather, name="pool_grad", tag="pool_grad", varargs_names=names)
 
