@@ -36,12 +36,13 @@ module's ``optim_state``) is an entry whose fields are its dtype, shape, device 
 in C order, little-endian, base64-encoded.
 
 Type names are registered, never imported: the loader looks a name up in a table of the
-classes it knows and refuses any other. The table holds every node class of the IR's modules
-(``mlckit.ir``, ``mlckit.tir``, ``mlckit.relax``) under ``<dialect>.<class>`` (``relax.Var``,
-``tir.Var``, ``ir.GlobalVar``), the enums defined there, the tensors, and what the dialects
-register with :func:`register_object` (a schedule's trace and its handles). An operator is
-stored by its name and loaded as the one registered Op of that name, its attributes (the
-inference and legalization functions) included.
+classes it knows and refuses any other, so, unlike a pickle, the text names no code to run.
+The table holds every node class of the IR's modules (``mlckit.ir``, ``mlckit.tir``,
+``mlckit.relax``) under ``<dialect>.<class>`` (``relax.Var``, ``tir.Var``, ``ir.GlobalVar``),
+the enums defined there, the tensors, and what the dialects register with
+:func:`register_object` (a schedule's trace, its steps, handles and sampled values). An
+operator is stored by its name and loaded as the one registered Op of that name, its
+attributes (the inference and legalization functions) included.
 
 Fields are stored by name, all of them: the structural ones and the cached slots that
 structural equality ignores. A relax expression's ``struct_info_`` (set by normalization) and
@@ -98,8 +99,8 @@ from typing import Any
 
 import numpy as np
 
-from mlckit.errors import SerializationError
-from mlckit.runtime.ndarray import Device, NDArray, aligned_copy, array
+from mlckit.errors import MLCError, SerializationError
+from mlckit.runtime.ndarray import NDArray, aligned_copy, array, device
 
 from .module import IRModule
 from .node import Node, Span, register_serializer
@@ -170,17 +171,10 @@ def _node_kind(name: str, cls: type) -> _Kind:
     if cls is IRModule:  # not a dataclass: its mapping and attributes are plain attributes
         return _Kind(name, cls, ("span", "functions", "attrs", "global_infos"))
     if cls is Op:  # one registered object per name, with functions as attributes
-        return _Kind(name, cls, ("name",), lambda op: {"name": op.name}, _registered_op)
+        return _Kind(
+            name, cls, ("name",), lambda op: {"name": op.name}, lambda f: Op.get(f["name"])
+        )
     return _Kind(name, cls, tuple(f.name for f in dataclasses.fields(cls)))
-
-
-def _registered_op(fields: dict[str, Any]) -> Op:
-    try:
-        return Op.get(fields["name"])
-    except SerializationError:
-        raise
-    except Exception as err:  # Op.get's MLCError: no such operator in this mlckit
-        raise SerializationError(str(err)) from None
 
 
 def _tables() -> dict[str, Any]:
@@ -214,9 +208,9 @@ def _tensor_kind(name: str, cls: type) -> _Kind:
     def read(tensor: Any) -> dict[str, Any]:
         host = tensor.numpy() if on_device else tensor
         data = np.ascontiguousarray(host, dtype=host.dtype.newbyteorder("<"))
-        fields = {"dtype": host.dtype.name, "shape": list(host.shape)}
+        fields = {"dtype": host.dtype.name, "shape": host.shape}
         if on_device:
-            fields["device"] = [tensor.device.device_type, tensor.device.device_id]
+            fields["device"] = (tensor.device.device_type, tensor.device.device_id)
         fields["data"] = base64.b64encode(data.tobytes()).decode("ascii")
         return fields
 
@@ -225,7 +219,7 @@ def _tensor_kind(name: str, cls: type) -> _Kind:
         if not on_device:
             return aligned_copy(host)
         device_type, device_id = fields["device"]
-        return array(host, Device(device_type, device_id))
+        return array(host, device(device_type, device_id))
 
     names = ("dtype", "shape", "device", "data") if on_device else ("dtype", "shape", "data")
     return _Kind(name, cls, names, read, build)
@@ -263,9 +257,9 @@ class _Unstorable(Exception):
     """Raised where save_json meets a value JSON cannot hold; each enclosing object and
     container adds its step to ``path`` on the way out."""
 
-    def __init__(self, what: str):
+    def __init__(self, what: str, why: str):
         super().__init__(what)
-        self.what = what
+        self.what, self.why = what, why
         self.path: list[str] = []
         self.owner = ""
 
@@ -333,11 +327,10 @@ class _Writer:
         if type(v) is Span:
             return {"span": [v.filename, v.lineno, v.col, v.end_col]}
         if callable(v):
-            what = getattr(v, "__qualname__", type(v).__name__)
-            raise _Unstorable(f"a Python function ({what}), which JSON cannot hold")
-        raise _Unstorable(
-            f"a {type(v).__module__}.{type(v).__qualname__}, which is no type mlckit can save"
-        )
+            name = getattr(v, "__qualname__", type(v).__name__)
+            raise _Unstorable(f"a Python function ({name})", "JSON holds data, not code")
+        what = f"a {type(v).__module__}.{type(v).__qualname__}"
+        raise _Unstorable(what, "it is no type mlckit knows how to save")
 
     def entry(self, obj: Any, kind: _Kind) -> int:
         i = len(self.entries)
@@ -371,7 +364,7 @@ def save_json(node: Any) -> str:
     except _Unstorable as err:
         where = "root" + "".join(reversed(err.path))
         raise SerializationError(
-            f"save_json: cannot store {err.what} at {where}{err.owner}"
+            f"save_json: cannot store {err.what} at {where}{err.owner}: {err.why}"
         ) from None
     except RecursionError:
         raise SerializationError("save_json: the IR is nested too deeply to store") from None
@@ -387,13 +380,13 @@ class _Reader:
         self.objects: list[Any] = [None] * len(self.entries)
         self.tags = {
             "ref": self.ref,
-            "list": lambda items: list(self.items(items)),
+            "list": self.items,
             "dict": self.dict_,
             "map": self.map_,
             "float": _special_float,
             "enum": self.enum_,
             "numpy": self.numpy_scalar,
-            "dtype": lambda name: np.dtype(name),
+            "dtype": np.dtype,
             "span": lambda fields: Span(*fields),
         }
 
@@ -465,7 +458,7 @@ class _Reader:
                 continue
             try:
                 self.objects[i] = kind.build({f: self.value(v) for f, v in fields.items()})
-            except SerializationError as err:
+            except (MLCError, TypeError, ValueError) as err:  # Op.get's: no such operator
                 raise SerializationError(f"entry {i} ({kind.name}): {err}") from None
         for i, (kind, fields) in enumerate(checked):
             if kind.build is not None:
@@ -483,7 +476,7 @@ def _checked_entry(i: int, entry: Any, kinds: dict[str, _Kind]) -> tuple[_Kind, 
         raise SerializationError(
             f"entry {i} must be an object with the keys 'type' and 'fields', got {_short(entry)}"
         )
-    kind = kinds.get(entry["type"])
+    kind = kinds.get(entry["type"]) if type(entry["type"]) is str else None
     if kind is None:
         raise SerializationError(
             f"entry {i} has the type {entry['type']!r}, which is no type mlckit knows"

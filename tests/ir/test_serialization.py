@@ -432,6 +432,17 @@ BAD_TEXT = {
         ),
         r"\(ir\.Op\): no operator named 'relax\.plus'",
     ),
+    "a type name that is no string": (
+        _edited(EXPR, lambda d: _first(d, "tir.Var").update(type=["tir", "Var"])),
+        r"entry 1 has the type \['tir', 'Var'\], which is no type mlckit knows",
+    ),
+    "a tensor on an unknown device": (
+        _edited(
+            relax.const(np.ones(4, "float32")),
+            lambda d: _first(d, "runtime.NDArray")["fields"].update(device=["tpu", 0]),
+        ),
+        r"\(runtime\.NDArray\): device\('tpu'\): mlckit runs on CPUs and NVIDIA GPUs only",
+    ),
     "an unknown enum member": (
         json.dumps(
             {
@@ -448,7 +459,7 @@ BAD_TEXT = {
             relax.const(np.ones(4, "float32")),
             lambda d: _first(d, "runtime.NDArray")["fields"].update(data="AAAA"),
         ),
-        r"\(runtime\.NDArray\): a tensor of dtype 'float32' and shape \[4\] has unreadable data",
+        r"\(runtime\.NDArray\): a tensor of dtype 'float32' and shape \(4,\) has unreadable data",
     ),
 }
 
@@ -463,7 +474,9 @@ def test_bad_text_is_a_serialization_error_that_says_which(name):
 def test_an_object_json_cannot_hold_is_refused_with_its_path():
     mod = IRModule(attrs={"note": {"items": [1, {2, 3}]}})
     with pytest.raises(
-        SerializationError, match=r"a builtins\.set.*at root\.attrs\['note'\]\['items'\]\[1\]"
+        SerializationError,
+        match=r"cannot store a builtins\.set at root\.attrs\['note'\]\['items'\]\[1\]: it is no "
+        r"type mlckit knows how to save",
     ):
         save_json(mod)
 
@@ -473,8 +486,8 @@ def test_a_trace_with_an_index_map_names_the_step():
     sch.transform_layout(sch.get_block("Y"), ("write", 0), lambda i, j: [j, i])
     with pytest.raises(
         SerializationError,
-        match=r"cannot store a Python function \(.*<lambda>\), which JSON cannot hold at "
-        r"root\.instructions\[1\]\.args\[2\] \(in sch\.transform_layout\)",
+        match=r"cannot store a Python function \(.*<lambda>\) at root\.instructions\[1\]"
+        r"\.args\[2\] \(in sch\.transform_layout\): JSON holds data, not code",
     ):
         save_json(sch.trace)
 
