@@ -149,6 +149,32 @@ def test_values_keep_their_python_types():
     assert loaded["array"].dtype == np.int8
 
 
+PIECES = {
+    "relax function": lambda: examples.Module["main"],
+    "struct info": lambda: examples.Module["main"].struct_info_,
+    "global var": lambda: examples.Module.get_global_var("main"),
+    "binding block": lambda: examples.Module["main"].body.blocks[0],
+    "prim func": lambda: examples.Module["linear"],
+    "buffer": lambda: next(iter(examples.Module["linear"].buffer_map.values())),
+    "statement": lambda: examples.Module["linear"].body,
+    "prim expr": lambda: tir.Var("n", "int64") * 2 // 3,
+    "several nodes at once": lambda: {"f": examples.Module["main"], "g": [examples.MyModule]},
+}
+
+
+@pytest.mark.parametrize("name", PIECES)
+def test_any_piece_of_ir_round_trips(name):
+    round_trip(PIECES[name]())
+
+
+def test_a_gpu_tensor_loads_on_the_gpu():
+    # Without a GPU, numba's simulator stands in for one.
+    tensor = mlckit.nd.array(np.arange(4, dtype="float32"), mlckit.cuda())
+    loaded = round_trip(tensor)
+    assert loaded.device == mlckit.cuda() and loaded is not tensor
+    np.testing.assert_array_equal(loaded.numpy(), tensor.numpy())
+
+
 def test_one_tensor_used_twice_stays_one_tensor():
     data = np.ones((2, 2), "float32")
     const = relax.const(data)
