@@ -26,7 +26,9 @@ left out, not computed as zeros. Zeros are written only where a tangent must exi
 zero: a field of a tuple whose other fields move, or a result that does not depend on the
 differentiated parameters. A tangent smaller than its variable (``b`` of shape ``(4,)`` in
 ``y = a + b`` of shape ``(3, 4)``) is broadcast to the variable's shape. Only bindings the
-result depends on get tangents.
+result depends on get tangents. A rule of several steps binds its parts as
+``<var>_tangent_part``, ``<var>_tangent_part1``, ... (the product rule of ``lv0 = x @ w``: two
+matmuls, then ``lv0_tangent`` adds them), so the forward bindings keep main's names.
 """
 
 from __future__ import annotations
