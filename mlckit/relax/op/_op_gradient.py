@@ -447,10 +447,10 @@ def _static_shape(expr: Expr, op: str) -> list[int]:
 
 
 def _static_dims(expr: Expr, axes: Sequence[int], op: str) -> list[int]:
-    """The dims ``axes`` of ``expr``'s shape, which must be known numbers."""
+    """The (spatial) dims ``axes`` of ``expr``'s shape, which must be known numbers."""
     shape = _shape(expr)
     dims = [const_int(shape[a]) for a in axes]
-    _require(None not in dims, op, "static channel, height and width dims")
+    _require(None not in dims, op, "static heights and widths")
     return dims  # type: ignore[return-value]
 
 
@@ -462,30 +462,40 @@ def _conv2d(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
     # s apart: the stride becomes the dilation).
     op, attrs = "relax.nn.conv2d", call.attrs
     data, weight = call.args
-    dtype = _sinfo(data).dtype
-    _require(attrs["out_dtype"] in ("void", dtype), op, "an out_dtype equal to the data's")
+    _require(
+        attrs["out_dtype"] in ("void", _sinfo(data).dtype), op, "an out_dtype equal to the data's"
+    )
     strides, dilation, padding = attrs["strides"], attrs["dilation"], attrs["padding"]
-    groups = attrs["groups"]
-    channels, height, width = _static_dims(data, (1, 2, 3), op)
-    kh, kw = _static_dims(weight, (2, 3), op)
-    out_h, out_w = _static_dims(var, (2, 3), op)
+    height, width = _static_dims(data, (2, 3), op)
+    kernel = _static_dims(weight, (2, 3), op)
+    out = _static_dims(var, (2, 3), op)
     # Input rows (columns) past the last window get no gradient: the transposed convolution
-    # adds them back as output_padding, and dw's windows over them are cut off.
+    # adds them back as output_padding, and dw's correlation reaches past the kernel by them.
+    reached = [(out[a] - 1) * strides[a] + (kernel[a] - 1) * dilation[a] + 1 for a in range(2)]
     uncovered = [
-        size + padding[a] + padding[a + 2] - ((out - 1) * strides[a] + (k - 1) * dilation[a] + 1)
-        for a, (size, out, k) in enumerate(((height, out_h, kh), (width, out_w, kw)))
+        size + padding[a] + padding[a + 2] - reached[a] for a, size in enumerate((height, width))
     ]
     data_grad = spatial.conv2d_transpose(
-        grad, weight, strides, padding, uncovered, dilation, groups
+        grad, weight, strides, padding, uncovered, dilation, attrs["groups"]
     )
-    # dw of group g: the batch is the reduced axis. Data (N, C, H, W) becomes
-    # (C / groups, groups * N, H, W) and grad (N, O, OH, OW) becomes (O, N, OH, OW), so that
-    # the grouped convolution pairs group g's input channels with its output channels only.
-    batch = _shape(data)[0]
-    group_channels = channels // groups
+    weight_grad = _conv2d_weight_grad(data, grad, call)
+    for axis, (k, extra, d) in enumerate(zip(kernel, uncovered, dilation), start=2):
+        if extra >= d:  # the correlation has kernel offsets past the kernel's own: cut them
+            weight_grad = manipulate.take(weight_grad, const(np.arange(k, dtype="int64")), axis)
+    return [data_grad, weight_grad]
+
+
+def _conv2d_weight_grad(data: Expr, grad: Expr, call: Call) -> Expr:
+    """dw[o, c] = sum over the batch of x_pad[n, c] correlated with grad[n, o], for the input
+    channels c of output channel o's group: a grouped convolution whose reduced axis is the
+    batch. Data (N, C, H, W) becomes (C / groups, groups * N, H, W) and grad (N, O, OH, OW)
+    becomes (O, N, OH, OW), so that group g's outputs read only group g's inputs."""
+    attrs, groups = call.attrs, call.attrs["groups"]
+    batch, channels, height, width = _shape(data)
     if groups == 1:
         by_group = manipulate.permute_dims(data, [1, 0, 2, 3])
     else:
+        group_channels = simplify(channels // groups)
         split = manipulate.reshape(data, [batch, groups, group_channels, height, width])
         by_group = manipulate.reshape(
             manipulate.permute_dims(split, [2, 1, 0, 3, 4]),
@@ -494,21 +504,12 @@ def _conv2d(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
     correlation = spatial.conv2d(
         by_group,
         manipulate.permute_dims(grad, [1, 0, 2, 3]),
-        strides=dilation,
-        padding=padding,
-        dilation=strides,
+        strides=attrs["dilation"],
+        padding=attrs["padding"],
+        dilation=attrs["strides"],
         groups=groups,
     )
-    weight_grad = manipulate.permute_dims(correlation, [1, 0, 2, 3])
-    # The correlation runs over every kernel offset that fits; keep the kernel's own.
-    reach = [
-        (size + padding[a] + padding[a + 2] - (out - 1) * strides[a] - 1) // dilation[a] + 1
-        for a, (size, out) in enumerate(((height, out_h), (width, out_w)))
-    ]
-    for axis, (k, extent) in enumerate(zip((kh, kw), reach), start=2):
-        if extent > k:
-            weight_grad = manipulate.take(weight_grad, const(np.arange(k, dtype="int64")), axis)
-    return [data_grad, weight_grad]
+    return manipulate.permute_dims(correlation, [1, 0, 2, 3])
 
 
 def _pool2d_backward(backward: Callable[..., Call]) -> GradientRule:
