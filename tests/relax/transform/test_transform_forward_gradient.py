@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 import mlckit
 from mlckit import relax
 from mlckit.errors import MLCError, TransformError
-from mlckit.ir import assert_structural_equal
+from mlckit.ir import IRModule, assert_structural_equal
+from mlckit.relax.training.loss import (
+    CategoricalCrossEntropyLoss,
+    CrossEntropyLoss,
+    L1Loss,
+    MSELoss,
+)
 from mlckit.script import from_source
 from mlckit.script import ir as I
 from mlckit.script import relax as R
@@ -71,20 +77,23 @@ def _central_difference(main, inputs, directions, delta):
     return [(a - b) / (2 * delta) for a, b in zip(ahead, behind)]
 
 
-def _check_jvp(mod, inputs, directions, rtol, atol, delta=1e-3, **forward_args):
-    """The JVP's value equals main's and its tangent central differences of main along
-    ``directions`` (one per differentiated parameter, as main_jvp takes them)."""
-    after = relax.transform.ForwardGradient("main", **forward_args)(mod)
+def _check_jvp(mod, inputs, directions, rtol, atol, delta=1e-3, func="main", **forward_args):
+    """The JVP's value equals the function's and its tangent central differences of the
+    function along ``directions`` (one per differentiated parameter, as ``<func>_jvp`` takes
+    them)."""
+    after = relax.transform.ForwardGradient(func, **forward_args)(mod)
     vm = _vm(after)
-    value, tangent = vm["main_jvp"](*inputs, *directions)
-    # main_jvp's parameters are main's, then "<p>_tangent" for each differentiated p; the
-    # others stay where they are.
-    names = [p.name_hint for p in mod["main"].params]
-    seeds = [p.name_hint.removesuffix("_tangent") for p in after["main_jvp"].params[len(names) :]]
+    value, tangent = vm[f"{func}_jvp"](*inputs, *directions)
+    # The JVP's parameters are the function's, then "<p>_tangent" for each differentiated p;
+    # the others stay where they are.
+    names = [p.name_hint for p in mod[func].params]
+    seeds = [
+        p.name_hint.removesuffix("_tangent") for p in after[f"{func}_jvp"].params[len(names) :]
+    ]
     moving = dict(zip(seeds, directions, strict=True))
     full = [moving.get(name, _zero_like(a)) for name, a in zip(names, inputs)]
-    expected = _central_difference(vm["main"], inputs, full, delta)
-    for got, want in zip(_flat(_numpy(value)), _flat(_numpy(vm["main"](*inputs))), strict=True):
+    expected = _central_difference(vm[func], inputs, full, delta)
+    for got, want in zip(_flat(_numpy(value)), _flat(_numpy(vm[func](*inputs))), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-6)
     for got, want in zip(_flat(_numpy(tangent)), expected, strict=True):
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
@@ -240,6 +249,43 @@ def test_forward_and_reverse_agree_at_relus_kink():
     grads = _reverse_gradients(mod, [*inputs, labels], require_grads=floats)
     assert tangent.numpy() != 0
     np.testing.assert_allclose(tangent.numpy(), _dot(grads, directions), rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------ the training losses
+# name -> the loss, built for predictions (3, 5) and targets of the shape and dtype given
+LOSSES = {
+    "L1Loss": (L1Loss, (3, 5), "float32"),
+    "MSELoss": (MSELoss, (3, 5), "float32"),
+    "CrossEntropyLoss": (CrossEntropyLoss, (3,), "int64"),
+    "CategoricalCrossEntropyLoss": (CategoricalCrossEntropyLoss, (3, 5), "int64"),
+}
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("loss", LOSSES)
+def test_training_losses_differentiate_forwards(loss, reduction):
+    make, target_shape, target_dtype = LOSSES[loss]
+    func = make(reduction)(
+        relax.TensorStructInfo((3, 5), F32), relax.TensorStructInfo(target_shape, target_dtype)
+    )
+    name = func.attrs["global_symbol"]
+    rng = np.random.default_rng(23)
+    if target_dtype == "int64":
+        labels = rng.integers(0, 5, size=3)
+        targets = labels if target_shape == (3,) else np.eye(5, dtype="int64")[labels]
+    else:
+        targets = rng.standard_normal(target_shape).astype(F32)
+    predictions, direction = _random((3, 5), (3, 5), seed=24)
+    predictions_var = func.params[0]
+    _check_jvp(
+        IRModule({name: func}),
+        [predictions, targets.astype(target_dtype)],
+        [direction],
+        rtol=1e-2,
+        atol=1e-3,
+        func=name,
+        require_grads=[predictions_var],
+    )
 
 
 # -------------------------------------------------------------- tuples and friends
