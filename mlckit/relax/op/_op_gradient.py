@@ -447,10 +447,10 @@ def _static_shape(expr: Expr, op: str) -> list[int]:
 
 
 def _static_dims(expr: Expr, axes: Sequence[int], op: str) -> list[int]:
-    """The (spatial) dims ``axes`` of ``expr``'s shape, which must be known numbers."""
+    """The dims ``axes`` of ``expr``'s shape, which must be known numbers."""
     shape = _shape(expr)
     dims = [const_int(shape[a]) for a in axes]
-    _require(None not in dims, op, "static heights and widths")
+    _require(None not in dims, op, "static channels, heights and widths")
     return dims  # type: ignore[return-value]
 
 
@@ -466,7 +466,8 @@ def _conv2d(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
         attrs["out_dtype"] in ("void", _sinfo(data).dtype), op, "an out_dtype equal to the data's"
     )
     strides, dilation, padding = attrs["strides"], attrs["dilation"], attrs["padding"]
-    height, width = _static_dims(data, (2, 3), op)
+    # Static channels too: the data's adjoint takes its channels from the weight.
+    _, height, width = _static_dims(data, (1, 2, 3), op)
     kernel = _static_dims(weight, (2, 3), op)
     out = _static_dims(var, (2, 3), op)
     # Input rows (columns) past the last window get no gradient: the transposed convolution

@@ -166,7 +166,8 @@ def _conv_module(x_sinfo, **attrs):
 @pytest.mark.parametrize(
     ("x_sinfo", "attrs", "message"),
     [
-        (R.Tensor((1, 2, "h", 8), F32), {}, "static heights and widths"),
+        (R.Tensor((1, 2, "h", 8), F32), {}, "static channels, heights and widths"),
+        (R.Tensor((1, "c", 8, 8), F32), {}, "static channels, heights and widths"),
         (R.Tensor((1, 2, 8, 8), F32), {"out_dtype": "float64"}, "an out_dtype equal to"),
     ],
 )
