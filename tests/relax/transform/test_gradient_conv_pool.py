@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 import mlckit
 from mlckit import relax
 from mlckit.errors import TransformError
+from mlckit.ir import assert_structural_equal
+from mlckit.script import from_source
 from mlckit.script import relax as R
 from mlckit.testing import check_numerical_grads
 
@@ -258,6 +260,23 @@ def test_conv2d_relu_pool_equal_torch(case):
 def test_compiled_conv2d_relu_pool_equals_torch():
     conv, pool = CHAINED["strided conv, overlapping max pool"]
     _check_against_torch((2, 4, 11, 10), (6, 4, 3, 3), conv, pool, target="llvm")
+
+
+def test_adjoint_names_the_backward_ops_and_round_trips():
+    x = relax.Var("x", R.Tensor((2, 4, 11, 10), F32))
+    w = relax.Var("w", R.Tensor((6, 2, 3, 3), F32))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            conv = bb.emit(relax.op.nn.conv2d(x, w, dilation=2, groups=2, padding=2))
+            pool = relax.op.nn.avg_pool2d(conv, 3, 1, count_include_pad=True)
+            gv = bb.emit_output(relax.op.sum(pool))
+        bb.emit_func_output(gv)
+    after = relax.transform.Gradient("main")(bb.get())
+    text = after.script()
+    for call in ("R.grad.avg_pool2d_backward(", "R.nn.conv2d_transpose(", "output_padding=[0, 0]"):
+        assert call in text
+    assert_structural_equal(from_source(text), after)
 
 
 @st.composite
