@@ -122,6 +122,10 @@ _LINEAR_OPS = (
     "nn.batch_flatten",
     "nn.avg_pool2d",
     "nn.adaptive_avg_pool2d",
+    # The pooling gradients are linear in the output gradient; in the data a max pooling's
+    # routing is piecewise constant and an average pooling's absent.
+    "grad.max_pool2d_backward",
+    "grad.avg_pool2d_backward",
 )
 for _name in _LINEAR_OPS:
     register_jvp(f"relax.{_name}")(_linear)
@@ -147,8 +151,17 @@ def _multilinear(var: Var, call: Call, tangents: Tangents) -> Expr | None:
 
 
 # cross_entropy_with_logits is -sum(labels * predictions) / N, linear in each argument;
-# conv2d is linear in each argument whatever its strides, padding, dilation and groups.
-for _name in ("multiply", "matmul", "nn.dense", "nn.conv2d", "nn.cross_entropy_with_logits"):
+# conv2d and conv2d_transpose are linear in each argument whatever their strides, padding,
+# dilation and groups.
+_MULTILINEAR_OPS = (
+    "multiply",
+    "matmul",
+    "nn.dense",
+    "nn.conv2d",
+    "nn.conv2d_transpose",
+    "nn.cross_entropy_with_logits",
+)
+for _name in _MULTILINEAR_OPS:
     register_jvp(f"relax.{_name}")(_multilinear)
 
 

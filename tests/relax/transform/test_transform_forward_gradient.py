@@ -516,6 +516,21 @@ OP_CASES = {
         [(3, 4), (3, 4)],
         None,
     ),
+    "conv2d_transpose dilated grouped": (
+        lambda x, w: relax.op.nn.conv2d_transpose(
+            x, w, strides=2, padding=1, output_padding=1, dilation=2, groups=2
+        ),
+        [(1, 4, 4, 4), (4, 3, 3, 3)],
+        None,
+    ),
+    "max_pool2d_backward avg_pool2d_backward": (
+        lambda g, x: relax.op.add(
+            relax.op.grad.max_pool2d_backward(g, x, pool_size=3, strides=2, padding=1),
+            relax.op.grad.avg_pool2d_backward(g, x, pool_size=3, strides=2, padding=1),
+        ),
+        [(1, 2, 3, 3), (1, 2, 5, 5)],
+        None,
+    ),
     "conv2d strided avg_pool2d": (
         lambda x, w: relax.op.nn.avg_pool2d(
             relax.op.nn.conv2d(x, w, strides=2, padding=1), pool_size=2, strides=1
@@ -567,6 +582,37 @@ def test_conv2d_relu_max_pool2d_equals_torch_forward_mode():
         f, tuple(map(torch.tensor, inputs)), tuple(map(torch.tensor, directions))
     )
     np.testing.assert_allclose(tangent.numpy(), expected.numpy(), rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------- forward over reverse: H v
+@pytest.mark.parametrize("graph", ["tvm expression", "mlp"])
+def test_jvp_of_the_adjoint_is_a_hessian_vector_product(graph):
+    # main_adjoint returns (loss, gradients); its JVP along v is (grad . v, H v), which central
+    # differences of the gradients along v check.
+    if graph == "tvm expression":
+        mod, floats, shapes, extra = TVMExpression, TVMExpression["main"].params, [(3, 3)] * 3, []
+    else:
+        mod, floats, shapes = _mlp_with_nll_loss()
+        extra = [np.array([0, 3, 1, 3, 2], dtype="int64")]
+    adjoint = relax.transform.Gradient("main", floats)(mod)
+    inputs, directions = _random(*shapes, seed=25), _random(*shapes, seed=26)
+    _, _, (loss_t, hv) = _check_jvp(
+        adjoint,
+        [*inputs, *extra],
+        directions,
+        rtol=1e-2,
+        atol=1e-2,
+        func="main_adjoint",
+        require_grads=adjoint["main_adjoint"].params[: len(floats)],
+    )
+    grads = _reverse_gradients(mod, [*inputs, *extra], require_grads=floats)
+    np.testing.assert_allclose(loss_t, _dot(grads, directions), rtol=1e-5, atol=1e-5)
+    if graph == "tvm expression":
+        # The Hessian of sum((2x - 2y)(y + z)) is constant: H v in closed form.
+        dx, dy, dz = directions
+        closed = [2 * (dy + dz), 2 * dx - 4 * dy - 2 * dz, 2 * dx - 2 * dy]
+        for got, want in zip(hv, closed, strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 # ------------------------------------------------------------- a property test
