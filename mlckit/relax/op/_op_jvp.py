@@ -16,8 +16,8 @@ no differentiated input, an integer index, a shape). At least one tangent is not
 argument (concat's) gets a tuple of tangents. The rule returns an un-normalized relax
 expression with ``var``'s dtype, or None when the output's tangent is zero. Zero tangents are
 skipped rather than computed: ``y = a * b`` with only ``a`` moving has ``y_tangent = a_tangent
-* b``, without a ``+ a * 0`` term. A rule that cannot handle its call (a max_pool2d whose
-windows overlap, say) raises :class:`TransformError`, which ``ForwardGradient`` prefixes with
+* b``, without a ``+ a * 0`` term. A rule that cannot handle its call (a max_pool2d of
+symbolic shape, say) raises :class:`TransformError`, which ``ForwardGradient`` prefixes with
 the binding.
 
 Worked example, ``y = x * w`` then ``z = exp(y)``, with tangents ``x_t`` and ``w_t``::
@@ -44,9 +44,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from mlckit.errors import TransformError
 
-from ..expr import Call, Expr, Var
+from ..expr import Call, Expr, Var, const
 from ..utils import const_int
 from . import binary, create, manipulate, nn, search, statistical, unary
 from ._op_gradient import _UNARY_DERIVATIVES, _scalar
@@ -90,6 +92,12 @@ def _total(terms: Sequence[Expr | None]) -> Expr | None:
     for term in present[1:]:
         total = binary.add(total, term)
     return total
+
+
+def _shape_of(expr: Expr) -> list:
+    """``expr``'s dims (empty when its shape is unknown)."""
+    shape = expr.struct_info_.shape_values  # type: ignore[union-attr]
+    return [] if shape is None else list(shape)
 
 
 def _or_zero(tangent: Expr | None, like: Expr) -> Expr:
@@ -245,34 +253,43 @@ register_jvp("relax.max")(_extremum)
 register_jvp("relax.min")(_extremum)
 
 
+def _taps(out: int, stride: int, dilation: int, offset: int, pad: int, size: int) -> tuple:
+    """Along one axis, the input index that tap ``offset`` of each of the ``out`` windows
+    reads (clipped into the input) and whether it lies inside the input (not the padding)."""
+    position = np.arange(out) * stride + offset * dilation - pad
+    return np.clip(position, 0, size - 1), (position >= 0) & (position < size)
+
+
 @register_jvp("relax.nn.max_pool2d")
 def _max_pool2d(var: Var, call: Call, tangents: Tangents) -> Expr | None:
-    # Windows that tile the input make each output the extremum of its own ph x pw block.
+    # Each output is the largest tap of its window; its tangent is the tangent of the first
+    # tap (row by row) that holds it, the element the reverse rule passes the gradient to.
+    # Tap (a, b) of all windows at once is a strided view of the input, gathered with take.
     attrs, x, x_t = call.attrs, call.args[0], tangents[0]
-    dims = x.struct_info_.shape_values  # type: ignore[union-attr]
-    shape = [] if dims is None else [const_int(d) for d in dims]
-    ph, pw = attrs["pool_size"]
-    tiled = (
-        len(shape) == 4
-        and None not in shape
-        and list(attrs["strides"]) == [ph, pw]
-        and list(attrs["dilation"]) == [1, 1]
-        and list(attrs["padding"]) == [0, 0, 0, 0]
-        and attrs["layout"] == attrs["out_layout"] == "NCHW"
-        and shape[2] % ph == 0  # type: ignore[operator]
-        and shape[3] % pw == 0  # type: ignore[operator]
-    )
-    if not tiled:
-        raise TransformError(
-            "the JVP of relax.nn.max_pool2d supports NCHW windows of static size that tile the "
-            "input (strides = pool_size, no padding, no dilation) so far"
-        )
-    n, c, h, w = shape
-    blocks = [n, c, h // ph, ph, w // pw, pw]  # type: ignore[operator]
-    reached = manipulate.reshape(var, [n, c, h // ph, 1, w // pw, 1])  # type: ignore[operator]
-    hit = binary.equal(manipulate.reshape(x, blocks), reached)
-    picked = search.where(hit, manipulate.reshape(x_t, blocks), _scalar(0.0, var))  # type: ignore[arg-type]
-    return statistical.sum(picked, [3, 5])
+    dims = [const_int(d) for d in _shape_of(x) + _shape_of(var)]
+    if None in dims or len(dims) != 8 or attrs["layout"] != "NCHW":
+        raise TransformError("the JVP of relax.nn.max_pool2d needs static NCHW shapes so far")
+    height, width, out_h, out_w = dims[2], dims[3], dims[6], dims[7]
+    (kh, kw), (sh, sw) = attrs["pool_size"], attrs["strides"]
+    (dh, dw), (top, left) = attrs["dilation"], attrs["padding"][:2]
+    found: Expr | None = None  # where an earlier tap already held the maximum
+    terms = []
+    for a in range(kh):
+        rows, rows_inside = _taps(out_h, sh, dh, a, top, height)  # type: ignore[arg-type]
+        for b in range(kw):
+            cols, cols_inside = _taps(out_w, sw, dw, b, left, width)  # type: ignore[arg-type]
+
+            def tap(t: Expr, rows: np.ndarray = rows, cols: np.ndarray = cols) -> Expr:
+                return manipulate.take(manipulate.take(t, const(rows), 2), const(cols), 3)
+
+            holds = binary.equal(tap(x), var)
+            inside = np.outer(rows_inside, cols_inside)
+            if not inside.all():  # a tap in the padding holds nothing
+                holds = search.where(const(inside), holds, const(False))
+            first = holds if found is None else search.where(found, const(False), holds)
+            terms.append(search.where(first, tap(x_t), _scalar(0.0, var)))  # type: ignore[arg-type]
+            found = holds if found is None else search.where(holds, const(True), found)
+    return _total(terms)
 
 
 # -------------------------------------------------------------------- elementwise unary

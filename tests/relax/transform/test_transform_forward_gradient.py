@@ -531,6 +531,18 @@ OP_CASES = {
         [(1, 2, 3, 3), (1, 2, 5, 5)],
         None,
     ),
+    "max_pool2d overlapping padded": (
+        lambda x: relax.op.nn.max_pool2d(x, pool_size=3, strides=2, padding=1),
+        [(2, 3, 7, 7)],
+        None,
+    ),
+    "max_pool2d dilated ceil_mode": (
+        lambda x: relax.op.nn.max_pool2d(
+            x, pool_size=2, strides=2, dilation=2, ceil_mode=True, padding=(0, 1, 1, 0)
+        ),
+        [(1, 2, 7, 6)],
+        None,
+    ),
     "conv2d strided avg_pool2d": (
         lambda x, w: relax.op.nn.avg_pool2d(
             relax.op.nn.conv2d(x, w, strides=2, padding=1), pool_size=2, strides=1
@@ -745,16 +757,34 @@ def test_match_cast_casts_the_tangent_too():
     assert_structural_equal(from_source(after.script())["main_jvp"], after["main_jvp"])
 
 
-def test_max_pool2d_with_overlapping_windows_has_no_jvp_yet():
+def test_max_pool2d_ties_go_to_the_first_tap_as_in_reverse_mode():
+    # A window of equal elements: the reverse rule passes the gradient to its first one, so
+    # the tangent is that element's.
     x = relax.Var("x", R.Tensor((1, 1, 4, 4), F32))
     bb = relax.BlockBuilder()
     with bb.function("main", [x]):
         with bb.dataflow():
-            gv = bb.emit_output(relax.op.nn.max_pool2d(x, pool_size=2, strides=1))
+            pooled = relax.op.nn.max_pool2d(x, pool_size=2, strides=1, padding=1)
+            gv = bb.emit_output(relax.op.sum(relax.op.multiply(pooled, pooled)))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    inputs = [np.array([[[[1, 1, 0, 2], [1, 1, 2, 2], [0, 3, 3, 0], [3, 3, 0, 0]]]], F32)]
+    directions = _random((1, 1, 4, 4), seed=27)
+    _, tangent = _vm(relax.transform.ForwardGradient("main")(mod))["main_jvp"](*inputs, *directions)
+    grads = _reverse_gradients(mod, inputs)
+    np.testing.assert_allclose(tangent.numpy(), _dot(grads, directions), rtol=1e-5)
+
+
+def test_max_pool2d_of_a_symbolic_shape_has_no_jvp_yet():
+    x = relax.Var("x", R.Tensor(("n", 1, 4, 4), F32))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(relax.op.nn.max_pool2d(x, pool_size=2, strides=2))
         bb.emit_func_output(gv)
     with pytest.raises(
         TransformError,
-        match=r"ForwardGradient\('main'\): at gv = relax.nn.max_pool2d\(...\): .*tile the input",
+        match=r"ForwardGradient\('main'\): at gv = relax.nn.max_pool2d\(...\): .*static NCHW",
     ):
         relax.transform.ForwardGradient("main")(bb.get())
 
