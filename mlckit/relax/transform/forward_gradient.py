@@ -75,8 +75,8 @@ def ForwardGradient(
 
     Raises :class:`TransformError` when the function is missing or is not one dataflow block,
     ``require_grads`` lists a variable twice, one that is not a parameter or one that is not
-    a float tensor, or calls without a JVP rule lie between the differentiated parameters and
-    the result (all of them are named)."""
+    a float tensor, a parameter already has a tangent's name, or calls without a JVP rule lie
+    between the differentiated parameters and the result (all of them are named)."""
 
     @transform.module_pass(opt_level=0, name="ForwardGradient")
     def forward_gradient(mod: IRModule, ctx: transform.PassContext) -> IRModule:
@@ -107,6 +107,7 @@ class _JvpBuilder:
         self.func = func
         self.block = self._dataflow_block()
         self.required = self._required(require_grads)
+        self._check_tangent_names()
         self.moving = self._moving_bindings()
         self._check_rules()
         self.bb = BlockBuilder()
@@ -151,6 +152,16 @@ class _JvpBuilder:
                 )
             seen.add(var)
         return wanted
+
+    def _check_tangent_names(self) -> None:
+        """A tangent parameter's name must not be one of the function's own parameters'."""
+        names = {p.name_hint for p in self.func.params}
+        for var in self.required:
+            if f"{var.name_hint}_tangent" in names:
+                raise self.fail(
+                    f"{self.name} already has a parameter named {var.name_hint}_tangent, the "
+                    f"name of {var.name_hint}'s tangent; rename it"
+                )
 
     def _moving_bindings(self) -> set[Var]:
         """The bound variables that depend on a differentiated parameter, are float valued and

@@ -675,6 +675,23 @@ def test_require_grads_twice_foreign_or_not_float():
         relax.transform.ForwardGradient("main", labels)(mod)
 
 
+def test_a_parameter_with_a_tangents_name():
+    @I.ir_module
+    class Clash:
+        @R.function
+        def main(x: R.Tensor((3,), "float32"), x_tangent: R.Tensor((3,), "float32")):
+            with R.dataflow():
+                gv = R.multiply(x, x_tangent)
+                R.output(gv)
+            return gv
+
+    with pytest.raises(TransformError, match="already has a parameter named x_tangent"):
+        relax.transform.ForwardGradient("main")(Clash)
+    # Differentiating in x_tangent alone names its tangent x_tangent_tangent: no clash.
+    after = relax.transform.ForwardGradient("main", Clash["main"].params[1])(Clash)
+    assert after["main_jvp"].params[-1].name_hint == "x_tangent_tangent"
+
+
 def test_function_must_be_one_dataflow_block():
     @I.ir_module
     class NoDataflow:
