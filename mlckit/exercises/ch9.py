@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from mlckit.datasets import fashion_mnist_split
 from mlckit.driver import build
 from mlckit.relax.struct_info import TensorStructInfo
 from mlckit.relax.training import SetupTrainer, Trainer
@@ -35,6 +36,7 @@ from mlckit.relax.training.optimizer import Optimizer
 from mlckit.relax.vm import VirtualMachine
 from mlckit.runtime import cpu
 from mlckit.testing import check_numerical_grads
+from mlckit.testing.examples import MLPBackbone
 
 from .core import Mismatch, exercise
 from .solutions import ch9 as reference
@@ -280,9 +282,6 @@ def train_one_epoch(optimizer: Optimizer) -> tuple[list[float], float]:
     """The losses of the 30 steps of one epoch of the chapter's MLP trained with ``optimizer``
     (the chapter's initial weights and a fixed order of the 1,500 images), and the held-out
     accuracy after it."""
-    from mlckit.datasets import fashion_mnist_split
-    from mlckit.testing.examples import MLPBackbone
-
     loss_args = [TensorStructInfo((BATCH, 10), "float32"), TensorStructInfo((BATCH,), "int64")]
     train_mod = SetupTrainer(CrossEntropyLoss(), optimizer, loss_args)(MLPBackbone)
     trainer = Trainer(train_mod, VirtualMachine(build(train_mod, "llvm"), cpu()), cpu())
