@@ -489,12 +489,22 @@ class PythonCodegen(PrimExprPrinter):
         # The local variable a reduction accumulates a buffer's one element in (see
         # ``reduce_loop``), by buffer id: every access of that buffer reads or writes it.
         self.accumulators: dict[int, str] = {}
+        # 0-d buffers viewed as one element (``X[0]``), by id: numba's parallel loops cannot
+        # read a 0-d array (they take it for a scalar), so a parallel kernel never has one.
+        self.one_element: set[int] = set()
 
     # ------------------------------------------------------------------ entry point
     def generate(self) -> GeneratedFunction:
         params, buffers = self.signature()
         self._declare_externs()
         self._bind_shapes(buffers)
+        for buffer in buffers:
+            if not buffer.shape and self.parallel:
+                if not self.one_element:
+                    self.emit("# numba's parallel loops cannot read 0-d arrays: view them as (1,)")
+                name = self.names.get(buffer, buffer.name)
+                self.emit(f"{name} = {name}.reshape(1)")
+                self.one_element.add(id(buffer))
         self.stmt(self.func.body)
         if len(self.lines) == 0 or all(line.lstrip().startswith("#") for line in self.lines):
             self.emit("pass")
@@ -786,7 +796,10 @@ class PythonCodegen(PrimExprPrinter):
         self.data_buffers[id(buffer.data)] = buffer
         name = self.names.get(buffer, buffer.name)
         shape = ", ".join(self.expr(s) for s in buffer.shape)
-        if len(buffer.shape) == 1:
+        if not buffer.shape and self.parallel:
+            shape = "1"
+            self.one_element.add(id(buffer))
+        if len(buffer.shape) == 1 or id(buffer) in self.one_element:
             shape += ","
         self.emit(f"{name} = np.empty(({shape}), dtype=np.{buffer.dtype})")
 
@@ -852,6 +865,8 @@ class PythonCodegen(PrimExprPrinter):
         return self.element_text(buffer, indices)
 
     def element_text(self, buffer: Buffer, indices: tuple[E.PrimExpr, ...]) -> str:
+        if id(buffer) in self.one_element:
+            return f"{self.names.get(buffer, buffer.name)}[0]"
         return super().load_text(buffer, indices)
 
     def stmt_BufferStore(self, node: S.BufferStore) -> None:

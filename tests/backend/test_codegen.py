@@ -82,6 +82,38 @@ def test_parallel_loop_becomes_prange_only_outermost():
     np.testing.assert_array_equal(b, a * 2)
 
 
+def test_parallel_loops_read_and_write_0d_buffers():
+    """numba's parallel loops cannot read a 0-d array: a parallel kernel views its 0-d
+    parameters and allocations as one element."""
+
+    @T.prim_func
+    def shift(
+        A: T.Buffer((4, 8), "float32"),
+        s: T.Buffer((), "float32"),
+        B: T.Buffer((4, 8), "float32"),
+        total: T.Buffer((), "float32"),
+    ):
+        t = T.alloc_buffer((), "float32")
+        with T.block("t"):
+            t[()] = s[()] * T.float32(2)
+        for i in T.parallel(4):
+            for j in range(8):
+                with T.block("B"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    B[vi, vj] = A[vi, vj] + t[()] + s[()]
+        with T.block("total"):
+            total[()] = t[()] + s[()]
+
+    source = generate_function(shift, "shift").source
+    assert "s = s.reshape(1)" in source and "B[i, j] = A[i, j] + t[0] + s[0]" in source
+    lib = mlckit.build(shift, "llvm")
+    a = np.arange(32, dtype="float32").reshape(4, 8)
+    b, total = np.empty_like(a), np.zeros((), "float32")
+    lib["shift"](a, np.array(1.5, "float32"), b, total)
+    np.testing.assert_array_equal(b, a + 4.5)
+    assert total == 4.5  # written through the one-element view
+
+
 def test_symbolic_shapes_and_predicates():
     @T.prim_func
     def pad_copy(a: T.handle, b: T.handle):
