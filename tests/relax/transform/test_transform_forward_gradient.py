@@ -806,14 +806,18 @@ def test_max_pool2d_of_a_symbolic_shape_has_no_jvp_yet():
         relax.transform.ForwardGradient("main")(bb.get())
 
 
-def test_jvp_fuses_and_builds_through_the_default_pipeline():
-    mod, floats, shapes = _mlp_with_nll_loss()
+@pytest.mark.parametrize(
+    "batch, sizes",
+    [(5, (8, 6, 5, 4)), (50, (784, 128, 10))],  # the course MLP's size has parallel kernels
+)
+def test_jvp_fuses_and_builds_through_the_default_pipeline(batch, sizes):
+    mod, floats, shapes = _mlp_with_nll_loss(batch, sizes)
     after = relax.transform.ForwardGradient("main")(mod)
     built = relax.get_pipeline("default")(after)
     assert any(gv.name_hint.startswith("fused_") for gv in built.get_global_vars())
     vm = relax.VirtualMachine(relax.build(built, "llvm"), mlckit.cpu())
     inputs, directions = _random(*shapes, seed=19), _random(*shapes, seed=20)
-    labels = np.array([1, 0, 3, 3, 2], dtype="int64")
+    labels = np.random.default_rng(21).integers(0, sizes[-1], batch)
     _, tangent = vm["main_jvp"](*inputs, labels, *directions)
     grads = _reverse_gradients(mod, [*inputs, labels], require_grads=floats)
     np.testing.assert_allclose(tangent.numpy(), _dot(grads, directions), rtol=1e-5, atol=1e-6)
