@@ -18,6 +18,7 @@ from mlckit.ir.module import GlobalVar
 from mlckit.ir.op import Op
 from mlckit.ir.structural import structural_equal
 
+from .analysis.struct_info_analysis import substitute_prim_expr, substitute_struct_info
 from .block_builder import BlockBuilder
 from .dispatch import ExprFunctor, expr_method
 from .expr import (
@@ -326,12 +327,39 @@ def visitor(cls: type) -> type:
     return cls
 
 
-def substitute_vars(expr: Expr, remap: dict[Var, Var]) -> Expr:
-    """``expr`` reading ``remap[v]`` wherever it read a variable ``v`` of ``remap`` (a pass
-    that copies bindings into a new function reads the new function's variables)."""
-    mutator = ExprMutator()
-    mutator.var_remap_ = remap  # type: ignore[assignment]
-    return mutator.visit_expr(expr)
+class _Substitute(ExprMutator):
+    def __init__(self, remap: dict[Var, Var], dims: dict[Any, Any]):
+        super().__init__()
+        self.var_remap_ = remap  # type: ignore[assignment]
+        self.dims = dims
+
+    def visit_shape_expr_(self, op: ShapeExpr) -> Expr:
+        if not self.dims:
+            return op
+        values = [substitute_prim_expr(v, self.dims) for v in op.values]
+        if all(a is b for a, b in zip(values, op.values)):
+            return op
+        return self._normalized(ShapeExpr(values))
+
+    def visit_prim_value_(self, op: PrimValue) -> Expr:
+        value = substitute_prim_expr(op.value, self.dims)
+        return op if value is op.value else self._normalized(PrimValue(value))
+
+    def visit_call_(self, op: Call) -> Expr:
+        call = super().visit_call_(op)
+        if not op.sinfo_args or not self.dims:
+            return call
+        sinfo_args = [substitute_struct_info(s, self.dims) for s in op.sinfo_args]
+        if all(a is b for a, b in zip(sinfo_args, op.sinfo_args)):
+            return call
+        return self._normalized(Call(call.op, call.args, call.attrs, sinfo_args))
+
+
+def substitute_vars(expr: Expr, remap: dict[Var, Var], dims: dict[Any, Any] | None = None) -> Expr:
+    """``expr`` reading ``remap[v]`` wherever it read a variable ``v`` of ``remap``, and
+    ``dims[d]`` for each symbolic dim ``d`` of ``dims`` in its shapes and values (a pass that
+    copies bindings into a new function reads the new function's variables)."""
+    return _Substitute(remap, dims or {}).visit_expr(expr)
 
 
 __all__ = [

@@ -36,17 +36,14 @@ from mlckit.ir.structural import structural_equal
 from ..block_builder import BlockBuilder
 from ..expr import (
     Binding,
-    DataflowBlock,
     DataflowVar,
     Expr,
     Function,
-    MatchCast,
-    SeqExpr,
     Tuple,
     Var,
 )
-from ..expr_functor import substitute_vars
 from ..struct_info import TensorStructInfo
+from ..transform.function_copy import FunctionCopier, only_dataflow_block
 from ..utils import format_struct_info
 
 
@@ -87,18 +84,6 @@ def AppendLoss(
     return append_loss
 
 
-def _only_block(where: str, what: str, func: Function) -> DataflowBlock:
-    body = func.body
-    blocks = body.blocks if isinstance(body, SeqExpr) else []
-    if len(blocks) != 1 or not isinstance(blocks[0], DataflowBlock):
-        kinds = ", ".join(type(b).__name__ for b in blocks) or "none"
-        raise TransformError(
-            f"{where}: the {what} must consist of exactly one dataflow block "
-            f"(`with R.dataflow():`), but its blocks are: {kinds}"
-        )
-    return blocks[0]
-
-
 def _returned_vars(where: str, result: Expr) -> list[Var]:
     fields = result.fields if isinstance(result, Tuple) else [result]
     if not all(isinstance(f, Var) for f in fields):
@@ -123,8 +108,11 @@ def _loss_result(where: str, loss: Function) -> Var:
 def _append(
     where: str, backbone: Function, loss: Function, num_outputs: int, new_name: str
 ) -> Function:
-    backbone_block = _only_block(where, "backbone", backbone)
-    loss_block = _only_block(where, "loss function", loss)
+    def fail(message: str) -> TransformError:
+        return TransformError(f"{where}: {message}")
+
+    backbone_block = only_dataflow_block(backbone, "the backbone", fail)
+    loss_block = only_dataflow_block(loss, "the loss function", fail)
     loss_result = _loss_result(where, loss)
     returned = _returned_vars(where, backbone.body.body)  # type: ignore[attr-defined]
     for count, what in ((len(returned), "return values"), (len(loss.params), "parameters")):
@@ -143,44 +131,31 @@ def _append(
                 f"({param.name_hint}) is {format_struct_info(param.struct_info_)}"
             )
 
-    remap: dict[Var, Var] = {}
-    params = [Var(p.name_hint, p.struct_info_) for p in backbone.params]
-    targets = [Var(p.name_hint, p.struct_info_) for p in loss.params[num_outputs:]]
-    remap.update(zip(backbone.params, params))
-    remap.update(zip(loss.params[num_outputs:], targets))
+    copier = FunctionCopier(backbone, loss)
+    for param, value in zip(loss.params, predictions):
+        copier.bind_dims(param.struct_info_, value.struct_info_)
+    params = [copier.param(p) for p in (*backbone.params, *loss.params[num_outputs:])]
     # A prediction only the loss reads is no longer an output of the new function.
     outputs = set(others) | {loss_result}
+
+    def copy(binding: Binding) -> None:
+        var = binding.var
+        output = var in outputs or (not isinstance(var, DataflowVar) and var not in predictions)
+        copier.copy(bb, binding, output)
+
     attrs = {**backbone.attrs, "global_symbol": new_name}
     bb = BlockBuilder()
-    with bb.function(new_name, params + targets, attrs, pure=backbone.is_pure):
+    with bb.function(new_name, params, attrs, pure=backbone.is_pure):
         with bb.dataflow():
             for binding in backbone_block.bindings:
-                _emit(bb, binding, remap, predictions, outputs)
+                copy(binding)
+            remap = copier.remap
             remap.update({p: remap.get(v, v) for p, v in zip(loss.params, predictions)})
             for binding in loss_block.bindings:
-                _emit(bb, binding, remap, predictions, outputs)
+                copy(binding)
         result = [remap[loss_result], *(remap.get(v, v) for v in others)]
         bb.emit_func_output(result[0] if len(result) == 1 else Tuple(result))
     return bb.get()[new_name]
-
-
-def _emit(
-    bb: BlockBuilder,
-    binding: Binding,
-    remap: dict[Var, Var],
-    predictions: list[Var],
-    outputs: set[Var],
-) -> None:
-    """Copy one binding into the new function, reading the new function's variables."""
-    var = binding.var
-    value = substitute_vars(binding.value, remap)  # type: ignore[attr-defined]
-    if isinstance(binding, MatchCast):
-        new = bb.emit_match_cast(value, binding.struct_info, var.name_hint)
-    elif var in outputs or (not isinstance(var, DataflowVar) and var not in predictions):
-        new = bb.emit_output(value, var.name_hint)
-    else:
-        new = bb.emit(value, var.name_hint)
-    remap[var] = new
 
 
 __all__ = ["AppendLoss"]

@@ -47,22 +47,20 @@ from ..block_builder import BlockBuilder
 from ..expr import (
     Binding,
     Call,
-    DataflowBlock,
     DataflowVar,
     Expr,
     Function,
     MatchCast,
-    SeqExpr,
     ShapeExpr,
     Tuple,
     TupleGetItem,
     Var,
 )
-from ..expr_functor import ExprMutator
 from ..op._op_jvp import jvp_rule
 from ..op._registry import op_name
 from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from ..utils import dims_equal, format_struct_info
+from .function_copy import FunctionCopier, only_dataflow_block
 
 
 def ForwardGradient(
@@ -93,25 +91,18 @@ def ForwardGradient(
     return forward_gradient
 
 
-class _Substitute(ExprMutator):
-    """Rewrites a forward value to read the JVP function's copies of the variables."""
-
-    def __init__(self, remap: dict[Var, Var]):
-        super().__init__()
-        self.var_remap_ = remap  # type: ignore[assignment]
-
-
 class _JvpBuilder:
     def __init__(self, name: str, func: Function, require_grads: Var | Sequence[Var] | None):
         self.name = name
         self.func = func
-        self.block = self._dataflow_block()
+        self.block = only_dataflow_block(func, f"function {name}", self.fail)
         self.required = self._required(require_grads)
         self._check_tangent_names()
         self.moving = self._moving_bindings()
         self._check_rules()
         self.bb = BlockBuilder()
-        self.remap: dict[Var, Var] = {}
+        self.copier = FunctionCopier(func)
+        self.remap = self.copier.remap
         # Original variable -> its tangent in the JVP function; absent means zero.
         self.tangents: dict[Var, Expr] = {}
 
@@ -119,17 +110,6 @@ class _JvpBuilder:
         return TransformError(f"ForwardGradient({self.name!r}): {message}")
 
     # ------------------------------------------------------------------ checks
-    def _dataflow_block(self) -> DataflowBlock:
-        body = self.func.body
-        blocks = body.blocks if isinstance(body, SeqExpr) else []
-        if len(blocks) != 1 or not isinstance(blocks[0], DataflowBlock):
-            kinds = ", ".join(type(b).__name__ for b in blocks) or "none"
-            raise self.fail(
-                f"function {self.name} must consist of exactly one dataflow block "
-                f"(`with R.dataflow():`), but its blocks are: {kinds}"
-            )
-        return blocks[0]
-
     def _required(self, require_grads: Var | Sequence[Var] | None) -> list[Var]:
         params = list(self.func.params)
         if require_grads is None:
@@ -195,9 +175,8 @@ class _JvpBuilder:
     # ------------------------------------------------------------------ building
     def build(self) -> Function:
         func, bb = self.func, self.bb
-        params = [Var(p.name_hint, p.struct_info_) for p in func.params]
-        self.remap.update(zip(func.params, params))
-        seeds = [Var(f"{p.name_hint}_tangent", p.struct_info_) for p in self.required]
+        params = [self.copier.param(p) for p in func.params]
+        seeds = [self.copier.param(p, f"{p.name_hint}_tangent") for p in self.required]
         self.tangents.update(zip(self.required, seeds))
         attrs = {k: v for k, v in func.attrs.items() if k != "global_symbol"}
         private = "global_symbol" not in func.attrs
@@ -210,18 +189,12 @@ class _JvpBuilder:
                         self._carry_tangent(binding)
                 body = func.body.body  # type: ignore[attr-defined]
                 tangent = self._result_tangent(body)
-            result = _Substitute(self.remap).visit_expr(body)
+            result = self.copier.value(body)
             bb.emit_func_output(Tuple([result, tangent]))
         return remove_all_unused(bb.get()[jvp_name])
 
     def _copy(self, binding: Binding) -> None:
-        var = binding.var  # type: ignore[attr-defined]
-        value = _Substitute(self.remap).visit_expr(binding.value)  # type: ignore[attr-defined]
-        if isinstance(binding, MatchCast):
-            new = self.bb.emit_match_cast(value, binding.struct_info, var.name_hint)
-        else:
-            new = self._emit(var, value, var.name_hint)
-        self.remap[var] = new
+        self.copier.copy(self.bb, binding, output=not isinstance(binding.var, DataflowVar))
 
     def _emit(self, like: Var, value: Expr, name: str) -> Var:
         """Bind ``value`` as ``like`` is bound: a dataflow variable or a block output."""
@@ -236,11 +209,13 @@ class _JvpBuilder:
         if isinstance(binding, MatchCast):  # the tangent has the same shape: cast it too
             tangent = self._tangent_of(value)
             if tangent is not None:
-                self.tangents[var] = self.bb.emit_match_cast(tangent, binding.struct_info, name)
+                self.tangents[var] = self.bb.emit_match_cast(
+                    tangent, self.copier.struct_info(binding.struct_info), name
+                )
             return
         tangent = self._value_tangent(var, value)
         if tangent is not None:
-            tangent = self._broadcast_to(self._bind_parts(tangent, f"{name}_part"), var)
+            tangent = self._broadcast_to(self._bind_parts(tangent, f"{name}_part"), self.remap[var])
             self.tangents[var] = self._emit(var, tangent, name)
 
     def _bind_parts(self, expr: Expr, hint: str) -> Expr:
@@ -293,7 +268,7 @@ class _JvpBuilder:
                 return None
             return Tuple(
                 [
-                    _zeros_like(_Substitute(self.remap).visit_expr(field)) if t is None else t
+                    _zeros_like(self.copier.value(field)) if t is None else t
                     for field, t in zip(expr.fields, fields)
                 ]
             )
@@ -324,7 +299,7 @@ class _JvpBuilder:
         tangent = self._tangent_of(body)
         if tangent is None:
             name = f"{body.name_hint if isinstance(body, Var) else 'result'}_tangent"
-            value = _zeros_like(_Substitute(self.remap).visit_expr(body))
+            value = _zeros_like(self.copier.value(body))
             return self.bb.emit_output(self._bind_parts(value, f"{name}_part"), name)
         return tangent
 

@@ -151,7 +151,9 @@ def find_fuse_rule(pattern: K, phase: int, path: K) -> FuseRule | None:
 def _node_pattern(value: Expr, mod: IRModule) -> K:
     if isinstance(value, TupleGetItem):
         return K.kInjective
-    if isinstance(value, Call) and value.op is Op.get("relax.call_tir"):
+    # A call passing tir_vars (a shape the kernel cannot read off its buffers, as in
+    # broadcast_to(x, (n * 3,))) stays alone: FuseTIR merges kernels that take buffers only.
+    if isinstance(value, Call) and value.op is Op.get("relax.call_tir") and len(value.args) == 2:
         callee = value.args[0]
         func = mod[callee] if isinstance(callee, GlobalVar) and callee in mod else None
         if isinstance(func, PrimFunc) and "op_pattern" in func.attrs:

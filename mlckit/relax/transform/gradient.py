@@ -42,22 +42,19 @@ from ..analysis import remove_all_unused, used_vars
 from ..block_builder import BlockBuilder
 from ..expr import (
     Call,
-    DataflowBlock,
     DataflowVar,
     Expr,
     Function,
-    MatchCast,
-    SeqExpr,
     ShapeExpr,
     Tuple,
     TupleGetItem,
     Var,
 )
-from ..expr_functor import substitute_vars
 from ..op._op_gradient import gradient_rule
 from ..op._registry import op_name
 from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from ..utils import dims_equal, format_struct_info
+from .function_copy import FunctionCopier, only_dataflow_block
 
 
 def Gradient(
@@ -100,29 +97,19 @@ class _AdjointBuilder:
     ):
         self.name = name
         self.func = func
-        self.block = self._dataflow_block()
+        self.block = only_dataflow_block(func, f"function {name}", self.fail)
         self.target = self._target(target_index)
         self.required = self._required(require_grads)
         self._check_rules()
         self.bb = BlockBuilder()
-        self.remap: dict[Var, Var] = {}
+        self.copier = FunctionCopier(func)
+        self.remap = self.copier.remap
         self.adjoints: dict[Var, Expr] = {}
 
     def fail(self, message: str) -> TransformError:
         return TransformError(f"Gradient({self.name!r}): {message}")
 
     # ------------------------------------------------------------------ checks
-    def _dataflow_block(self) -> DataflowBlock:
-        body = self.func.body
-        blocks = body.blocks if isinstance(body, SeqExpr) else []
-        if len(blocks) != 1 or not isinstance(blocks[0], DataflowBlock):
-            kinds = ", ".join(type(b).__name__ for b in blocks) or "none"
-            raise self.fail(
-                f"function {self.name} must consist of exactly one dataflow block "
-                f"(`with R.dataflow():`), but its blocks are: {kinds}"
-            )
-        return blocks[0]
-
     def _target(self, index: int) -> Var:
         body = self.func.body.body  # type: ignore[attr-defined]
         if isinstance(body, Tuple):
@@ -189,8 +176,7 @@ class _AdjointBuilder:
     # ------------------------------------------------------------------ building
     def build(self) -> Function:
         func, bb = self.func, self.bb
-        params = [Var(p.name_hint, p.struct_info_) for p in func.params]
-        self.remap.update(zip(func.params, params))
+        params = [self.copier.param(p) for p in func.params]
         attrs = {k: v for k, v in func.attrs.items() if k != "global_symbol"}
         private = "global_symbol" not in func.attrs
         adjoint_name = f"{self.name}_adjoint"
@@ -199,25 +185,16 @@ class _AdjointBuilder:
                 forward = self._copy_forward()
                 self._backward(forward)
                 grads = [self._output(var) for var in self.required]
-            result = substitute_vars(func.body.body, self.remap)  # type: ignore[attr-defined]
+            result = self.copier.value(func.body.body)  # type: ignore[attr-defined]
             bb.emit_func_output(Tuple([result, Tuple(grads)]))
         # Forward bindings the result does not read go, as in TVM (so do zeros never added).
         return remove_all_unused(bb.get()[adjoint_name])
 
     def _copy_forward(self) -> list[Var]:
-        copies = []
-        for binding in self.block.bindings:
-            var, name = binding.var, binding.var.name_hint
-            value = substitute_vars(binding.value, self.remap)  # type: ignore[attr-defined]
-            if isinstance(binding, MatchCast):
-                new = self.bb.emit_match_cast(value, binding.struct_info, name)
-            elif isinstance(var, DataflowVar):
-                new = self.bb.emit(value, name)
-            else:
-                new = self.bb.emit_output(value, name)
-            self.remap[var] = new
-            copies.append(new)
-        return copies
+        return [
+            self.copier.copy(self.bb, b, output=not isinstance(b.var, DataflowVar))
+            for b in self.block.bindings
+        ]
 
     def _backward(self, forward: list[Var]) -> None:
         target = self.remap[self.target]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import mlckit
 from mlckit import relax
 from mlckit.ir import assert_structural_equal
 from mlckit.ir.transform import PassContext
@@ -474,3 +475,33 @@ def test_the_rules_let_no_reduction_or_opaque_node_join_a_group() -> None:
     assert find_fuse_rule(K.kOutEWiseFusable, 1, K.kElemWise) is None
     assert find_fuse_rule(K.kInjective, 0, K.kElemWise) is None
     assert find_fuse_rule(K.kInjective, 1, K.kOpaque) is not None
+
+
+def test_a_call_passing_tir_vars_stays_unfused() -> None:
+    """broadcast_to a symbolic shape the kernel cannot read off its buffers (n * 3) passes n
+    as a tir_var; FuseTIR merges kernels taking buffers only, so FuseOps leaves it alone and
+    still fuses the elementwise calls around it."""
+
+    @I.ir_module
+    class Module:
+        @R.function
+        def main(x: R.Tensor(("n", 3), "float32"), s: R.Tensor((), "float32")):
+            n = T.int64()
+            with R.dataflow():
+                lv = R.exp(s)
+                lv1 = R.broadcast_to(lv, R.shape([n * 3]))
+                lv2 = R.reshape(lv1, R.shape([n, 3]))
+                gv = R.add(R.exp(lv2), x)
+                R.output(gv)
+            return gv
+
+    lowered = relax.transform.LegalizeOps()(Module)
+    calls = lowered["main"].body.blocks[0].bindings
+    assert any(len(b.value.args) == 3 for b in calls)  # the broadcast_to passes (n,)
+    fused = relax.get_pipeline("default")(Module)
+    names = [gv.name_hint for gv in fused.get_global_vars()]
+    assert any(name.startswith("fused_") for name in names)
+    assert "broadcast_to" in names  # its own kernel
+    x, s = _inputs((2, 3), ())
+    vm = relax.VirtualMachine(relax.build(fused, "llvm"), mlckit.cpu())
+    np.testing.assert_allclose(vm["main"](x, s).numpy(), np.exp(np.exp(s)) + x, rtol=1e-5)
