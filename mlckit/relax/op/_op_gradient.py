@@ -75,7 +75,7 @@ def _sinfo(expr: Expr) -> TensorStructInfo:
     return expr.struct_info_  # type: ignore[return-value]
 
 
-def _scalar(value: float, like: Expr) -> Expr:
+def scalar_like(value: float, like: Expr) -> Expr:
     """A 0-d constant with ``like``'s dtype (relax does not convert dtypes implicitly)."""
     return const(value, _sinfo(like).dtype)
 
@@ -83,7 +83,7 @@ def _scalar(value: float, like: Expr) -> Expr:
 def _zero_where_not(condition: Expr, grad: Expr, like: Expr | None = None) -> Expr:
     """``grad`` where ``condition`` holds, else a 0 of ``like``'s dtype (``grad``'s when
     normalized)."""
-    return search.where(condition, grad, _scalar(0.0, grad if like is None else like))
+    return search.where(condition, grad, scalar_like(0.0, grad if like is None else like))
 
 
 def _label(expr: Expr) -> str:
@@ -128,7 +128,7 @@ def _divide(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
 def _power(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
     # y = a ** b: dy/da = b * a ** (b - 1), dy/db = y * log(a).
     a, b = call.args
-    a_pow = binary.power(a, binary.subtract(b, _scalar(1.0, b)))
+    a_pow = binary.power(a, binary.subtract(b, scalar_like(1.0, b)))
     return [
         binary.multiply(grad, binary.multiply(b, a_pow)),
         binary.multiply(grad, binary.multiply(var, unary.log(a))),
@@ -166,41 +166,41 @@ def _unary_rule(derivative: Callable[[Expr, Var], Expr]) -> GradientRule:
 
 def _one_minus(value: Expr, like: Expr) -> Expr:
     """``1 - value``, the constant of ``like``'s dtype (``value`` may be un-normalized)."""
-    return binary.subtract(_scalar(1.0, like), value)
+    return binary.subtract(scalar_like(1.0, like), value)
 
 
 # op name -> f'(x) in terms of x and y = f(x).
-_UNARY_DERIVATIVES: dict[str, Callable[[Expr, Var], Expr]] = {
+UNARY_DERIVATIVES: dict[str, Callable[[Expr, Var], Expr]] = {
     "relax.exp": lambda x, y: y,
-    "relax.log": lambda x, y: binary.divide(_scalar(1.0, x), x),
-    "relax.sqrt": lambda x, y: binary.divide(_scalar(0.5, y), y),
+    "relax.log": lambda x, y: binary.divide(scalar_like(1.0, x), x),
+    "relax.sqrt": lambda x, y: binary.divide(scalar_like(0.5, y), y),
     "relax.sigmoid": lambda x, y: binary.multiply(y, _one_minus(y, y)),
     "relax.tanh": lambda x, y: _one_minus(binary.multiply(y, y), y),
     # erf'(x) = 2 / sqrt(pi) * exp(-x^2).
     "relax.erf": lambda x, y: binary.multiply(
-        _scalar(2.0 / math.sqrt(math.pi), x), unary.exp(unary.negative(binary.multiply(x, x)))
+        scalar_like(2.0 / math.sqrt(math.pi), x), unary.exp(unary.negative(binary.multiply(x, x)))
     ),
     # gelu(x) = x * Phi(x): Phi(x) + x * phi(x), Phi(x) = (1 + erf(x / sqrt(2))) / 2 and
     # phi(x) = exp(-x^2 / 2) / sqrt(2 pi).
     "relax.nn.gelu": lambda x, y: binary.add(
         binary.multiply(
-            _scalar(0.5, x),
+            scalar_like(0.5, x),
             binary.add(
-                _scalar(1.0, x), unary.erf(binary.multiply(x, _scalar(1 / math.sqrt(2), x)))
+                scalar_like(1.0, x), unary.erf(binary.multiply(x, scalar_like(1 / math.sqrt(2), x)))
             ),
         ),
         binary.multiply(
-            binary.multiply(x, _scalar(1 / math.sqrt(2 * math.pi), x)),
-            unary.exp(binary.multiply(binary.multiply(x, x), _scalar(-0.5, x))),
+            binary.multiply(x, scalar_like(1 / math.sqrt(2 * math.pi), x)),
+            unary.exp(binary.multiply(binary.multiply(x, x), scalar_like(-0.5, x))),
         ),
     ),
     # silu(x) = x * s(x): s(x) * (1 + x * (1 - s(x))).
     "relax.nn.silu": lambda x, y: binary.multiply(
         unary.sigmoid(x),
-        binary.add(_scalar(1.0, x), binary.multiply(x, _one_minus(unary.sigmoid(x), x))),
+        binary.add(scalar_like(1.0, x), binary.multiply(x, _one_minus(unary.sigmoid(x), x))),
     ),
 }
-for _name, _derivative in _UNARY_DERIVATIVES.items():
+for _name, _derivative in UNARY_DERIVATIVES.items():
     register_gradient(_name)(_unary_rule(_derivative))
 
 
@@ -212,7 +212,7 @@ def _negative(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
 @register_gradient("relax.abs")
 def _abs(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
     x = call.args[0]
-    return [search.where(binary.less(x, _scalar(0.0, x)), unary.negative(grad), grad)]
+    return [search.where(binary.less(x, scalar_like(0.0, x)), unary.negative(grad), grad)]
 
 
 @register_gradient("relax.nn.relu")
@@ -220,7 +220,7 @@ def _relu(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
     # At x = 0 the gradient passes (TVM's choice; torch's stops it): a network whose
     # weights all start at zero then still learns.
     x = call.args[0]
-    return [_zero_where_not(binary.greater_equal(x, _scalar(0.0, x)), grad)]
+    return [_zero_where_not(binary.greater_equal(x, scalar_like(0.0, x)), grad)]
 
 
 @register_gradient("relax.astype")
@@ -231,7 +231,7 @@ def _astype(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
 @register_gradient("relax.where")
 def _where(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
     condition = call.args[0]
-    zero = _scalar(0.0, grad)
+    zero = scalar_like(0.0, grad)
     return [None, search.where(condition, grad, zero), search.where(condition, zero, grad)]
 
 
@@ -270,7 +270,7 @@ def _mean(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
                 f"{_label(call.args[0])} to have a known extent, not {shape[axis]}"
             )
         count *= extent
-    return [binary.divide(_spread(call, grad), _scalar(float(count), grad))]
+    return [binary.divide(_spread(call, grad), scalar_like(float(count), grad))]
 
 
 # -------------------------------------------------------------------- linear algebra
@@ -357,8 +357,8 @@ def _take(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
         binary.equal(
             manipulate.reshape(indices, [k, 1]), const(np.arange(n, dtype=index_dtype)[None, :])
         ),
-        _scalar(1.0, x),
-        _scalar(0.0, x),
+        scalar_like(1.0, x),
+        scalar_like(0.0, x),
     )
     rows = manipulate.permute_dims(manipulate.reshape(grad, [pre, k, post]), [0, 2, 1])
     summed = linear_algebra.matmul(manipulate.reshape(rows, [pre * post, k]), one_hot)
@@ -420,8 +420,8 @@ def _layer_norm(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
 
     centered = binary.subtract(data, mean(data))
     variance = mean(binary.multiply(centered, centered))
-    eps = _scalar(call.attrs["epsilon"], data)
-    inv_std = binary.divide(_scalar(1.0, data), unary.sqrt(binary.add(variance, eps)))
+    eps = scalar_like(call.attrs["epsilon"], data)
+    inv_std = binary.divide(scalar_like(1.0, data), unary.sqrt(binary.add(variance, eps)))
     x_hat = binary.multiply(centered, inv_std)
     g = grad
     if call.attrs["scale"]:
@@ -555,8 +555,10 @@ def _nll_loss(var: Var, call: Call, grad: Expr) -> list[Expr | None]:
     expanded = manipulate.reshape(targets, one_class) if len(shape) > 1 else targets
     class_ids = _along_class_axis(const(np.arange(classes, dtype=target_dtype)), axis, shape)
     ignored = binary.equal(expanded, const(call.attrs["ignore_index"], target_dtype))
-    hit = search.where(binary.equal(expanded, class_ids), _scalar(1.0, grad), _scalar(0.0, grad))
-    chosen = search.where(ignored, _scalar(0.0, grad), hit)
+    hit = search.where(
+        binary.equal(expanded, class_ids), scalar_like(1.0, grad), scalar_like(0.0, grad)
+    )
+    chosen = search.where(ignored, scalar_like(0.0, grad), hit)
     picked = (
         chosen
         if weights is None
@@ -599,7 +601,7 @@ def _cross_entropy_with_logits(var: Var, call: Call, grad: Expr) -> list[Expr | 
         raise TransformError(
             "the gradient of relax.nn.cross_entropy_with_logits needs a known batch size"
         )
-    scale = binary.divide(unary.negative(grad), _scalar(float(batch), grad))
+    scale = binary.divide(unary.negative(grad), scalar_like(float(batch), grad))
     return [binary.multiply(scale, labels), binary.multiply(scale, predictions)]
 
 

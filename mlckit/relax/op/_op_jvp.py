@@ -51,7 +51,7 @@ from mlckit.errors import TransformError
 from ..expr import Call, Expr, Var, const
 from ..utils import const_int
 from . import binary, create, manipulate, nn, search, statistical, unary
-from ._op_gradient import _UNARY_DERIVATIVES, _scalar
+from ._op_gradient import UNARY_DERIVATIVES, scalar_like
 
 Tangents = Sequence[Expr | None]
 JvpRule = Callable[[Var, Call, Tangents], Expr | None]
@@ -102,7 +102,7 @@ def _shape_of(expr: Expr) -> list:
 
 def _or_zero(tangent: Expr | None, like: Expr) -> Expr:
     """``tangent``, or a 0-d zero of ``like``'s dtype that ``where`` broadcasts."""
-    return _scalar(0.0, like) if tangent is None else tangent
+    return scalar_like(0.0, like) if tangent is None else tangent
 
 
 # ------------------------------------------------------------------------ linear ops
@@ -192,7 +192,7 @@ def _power(var: Var, call: Call, tangents: Tangents) -> Expr | None:
             None
             if a_t is None
             else binary.multiply(
-                binary.multiply(b, binary.power(a, binary.subtract(b, _scalar(1.0, b)))), a_t
+                binary.multiply(b, binary.power(a, binary.subtract(b, scalar_like(1.0, b)))), a_t
             ),
             None if b_t is None else binary.multiply(binary.multiply(var, unary.log(a)), b_t),
         ]
@@ -227,13 +227,15 @@ def _where(var: Var, call: Call, tangents: Tangents) -> Expr | None:
 def _relu(var: Var, call: Call, tangents: Tangents) -> Expr | None:
     # At x = 0 the tangent passes, as the reverse rule passes the gradient (TVM's choice).
     x = call.args[0]
-    return search.where(binary.greater_equal(x, _scalar(0.0, x)), tangents[0], _scalar(0.0, var))
+    return search.where(
+        binary.greater_equal(x, scalar_like(0.0, x)), tangents[0], scalar_like(0.0, var)
+    )
 
 
 @register_jvp("relax.abs")
 def _abs(var: Var, call: Call, tangents: Tangents) -> Expr | None:
     x, x_t = call.args[0], tangents[0]
-    return search.where(binary.less(x, _scalar(0.0, x)), unary.negative(x_t), x_t)
+    return search.where(binary.less(x, scalar_like(0.0, x)), unary.negative(x_t), x_t)
 
 
 def _extremum(var: Var, call: Call, tangents: Tangents) -> Expr | None:
@@ -245,7 +247,7 @@ def _extremum(var: Var, call: Call, tangents: Tangents) -> Expr | None:
     if axis is not None and not keepdims:  # the reduced axes back, as 1s, to broadcast
         ndim = x.struct_info_.ndim  # type: ignore[union-attr]
         reached = manipulate.expand_dims(var, sorted(a % ndim for a in axis))
-    hit = search.where(binary.equal(x, reached), tangents[0], _scalar(0.0, var))
+    hit = search.where(binary.equal(x, reached), tangents[0], scalar_like(0.0, var))
     return statistical.sum(hit, axis, keepdims)
 
 
@@ -287,7 +289,7 @@ def _max_pool2d(var: Var, call: Call, tangents: Tangents) -> Expr | None:
             if not inside.all():  # a tap in the padding holds nothing
                 holds = search.where(const(inside), holds, const(False))
             first = holds if found is None else search.where(found, const(False), holds)
-            terms.append(search.where(first, tap(x_t), _scalar(0.0, var)))  # type: ignore[arg-type]
+            terms.append(search.where(first, tap(x_t), scalar_like(0.0, var)))  # type: ignore[arg-type]
             found = holds if found is None else search.where(holds, const(True), found)
     return _total(terms)
 
@@ -303,7 +305,7 @@ def _unary(derivative: Callable[[Expr, Var], Expr]) -> JvpRule:
 
 
 # exp, log, sqrt, sigmoid, tanh, erf, gelu, silu: the derivatives the reverse rules use.
-for _name, _derivative in _UNARY_DERIVATIVES.items():
+for _name, _derivative in UNARY_DERIVATIVES.items():
     register_jvp(_name)(_unary(_derivative))
 
 
@@ -345,9 +347,10 @@ def _layer_norm(var: Var, call: Call, tangents: Tangents) -> Expr | None:
         return manipulate.expand_dims(x, expanded) if expanded else x
 
     centered = binary.subtract(data, mean(data))
-    eps = _scalar(call.attrs["epsilon"], data)
+    eps = scalar_like(call.attrs["epsilon"], data)
     inv_std = binary.divide(
-        _scalar(1.0, data), unary.sqrt(binary.add(mean(binary.multiply(centered, centered)), eps))
+        scalar_like(1.0, data),
+        unary.sqrt(binary.add(mean(binary.multiply(centered, centered)), eps)),
     )
     x_hat = binary.multiply(centered, inv_std)
     x_hat_t = None
