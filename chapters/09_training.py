@@ -614,9 +614,10 @@ print(f"and {len(kernels)} PrimFuncs")
 # `LegalizeOps`, which `SetupTrainer` ran already), then `mlckit.build`, which schedules every
 # kernel. The `Trainer` takes the module (for its attributes: how many inputs, parameters and
 # states), the virtual machine and the device. `xaiver_uniform_init_params()` (TVM's
-# spelling; `xavier_uniform_init_params` is the same method) draws each weight uniformly in
-# `±sqrt(6 / (fan_in + fan_out))`, Xavier Glorot's initialization, which keeps the
-# activations' scale about the same from layer to layer.
+# spelling; `xavier_uniform_init_params` is the same method) draws each weight matrix
+# uniformly in `±sqrt(6 / (fan_in + fan_out))` (a bias in `±sqrt(6 / size)`), Xavier
+# Glorot's initialization, which keeps the activations' scale about the same from layer to
+# layer.
 
 # %%
 fusion = mlckit.ir.transform.Sequential(
