@@ -67,7 +67,8 @@ class Kernel:
     source: str
     target: Target
     func: Callable[..., Any]
-    generated: GeneratedFunction
+    # None for a kernel loaded from an exported library (mlckit.runtime.load_module).
+    generated: GeneratedFunction | None
     cache_path: Path | None = None
     # What each parameter takes: arguments are checked against it (runtime.module).
     signature: tuple[ParamSpec, ...] = ()
@@ -283,10 +284,19 @@ def compile_kernel(func: PrimFunc, name: str, target: Target) -> Kernel:
     on-disk cache) or, for the ``python`` target, executed in memory."""
     with build_step("build.kernel_source"):
         source, generated = kernel_source(func, name, target)
-    signature = kernel_signature(func)
+    compiled, path = load_kernel_source(source, generated.name, name, target)
+    return Kernel(name, source, target, compiled, generated, path, kernel_signature(func))
+
+
+def load_kernel_source(
+    source: str, function: str, name: str, target: Target
+) -> tuple[Callable[..., Any], Path | None]:
+    """The function ``function`` of the kernel module ``source`` (what :func:`kernel_source`
+    wrote for ``target``), and the file it was imported from: compiled by numba through the
+    on-disk cache, or, for the ``python`` target, executed in memory (no file). ``name`` labels
+    errors. An exported library's kernels load through here too, without their PrimFuncs."""
     if _CODEGENS[target.kind.codegen].in_memory:
-        compiled = _exec_in_memory(source, generated.name)
-        return Kernel(name, source, target, compiled, generated, signature=signature)
+        return _exec_in_memory(source, function), None
     numba_cpu = target.kind.codegen == "numba"
     if numba_cpu:
         start_kernel_threads()
@@ -302,7 +312,7 @@ def compile_kernel(func: PrimFunc, name: str, target: Target) -> Kernel:
                 module = _import_kernel_module(path, name)
             except OSError as again:
                 raise BuildError(f"cannot compile kernel {name!r}: {again}") from None
-    return Kernel(name, source, target, getattr(module, generated.name), generated, path, signature)
+    return getattr(module, function), path
 
 
 def build_kernels(
