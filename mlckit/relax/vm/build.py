@@ -4,6 +4,7 @@ and ``relax.VirtualMachine``, which runs it."""
 from __future__ import annotations
 
 import linecache
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +17,7 @@ from mlckit.errors import BuildError, MLCError, ScheduleError, VMError
 from mlckit.ir.module import IRModule
 from mlckit.ir.name_supply import NameSupply
 from mlckit.ir.transform import Pass
+from mlckit.runtime.export import export_library
 from mlckit.runtime.gpu import is_device_array, numba_cuda
 from mlckit.runtime.module import (
     BenchmarkResult,
@@ -113,6 +115,11 @@ class Executable:
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         exec(compile(source, filename, "exec"), namespace)
         return namespace
+
+    def export_library(self, path: str | os.PathLike[str]) -> None:
+        """Write the executable to one file that ``mlckit.runtime.load_module(path)`` loads in
+        another process without compiling the module again (see mlckit.runtime.export)."""
+        export_library(self, path)
 
     def __repr__(self) -> str:
         return (

@@ -1,0 +1,306 @@
+"""Shipping a compiled model: ``Executable.export_library(path)`` writes one file holding
+everything the VM needs to run it, and ``mlckit.runtime.load_module(path)`` (TVM's name) reads
+it back as an Executable for ``relax.VirtualMachine(lib, dev)``.
+
+Loading runs no compiler pass and parses no TVMScript: the file holds the *generated code*, the
+kernels' Python (what ``ex.source("linear")`` shows) and the VM's Python of each relax function,
+and numba compiles the kernel sources as a build does, through the kernel cache: a process that
+loads a file whose kernels it (or an earlier process) compiled before takes their machine code
+from the cache. Shipping sources rather than machine code keeps a file usable under another
+numba or Python version (they are recorded, not required) and on another CPU.
+
+**A library file is code, like a pickle: load only files from a trusted source.** Loading one
+runs the Python it holds. Its hashes detect damage, not malice: whoever can write the file can
+write matching hashes.
+
+The format
+----------
+A zip archive (see :mod:`mlckit.runtime.archive`: its directory and CRCs catch a cut-short or
+damaged file before anything runs) rather than one JSON document, because a model's weights are
+most of its bytes: as ``.npy`` members they are stored raw and loaded without decoding, where
+JSON would grow them by a third in base64. Sources are members of their own, so ``unzip -p``
+shows each. The course MLP (``mlckit.demo.mlp_script`` through ``relax.get_pipeline
+("default")``, weights bound) exports as (the manifest spaced out and in reading order here;
+the file has it on one line, keys sorted)::
+
+    manifest.json                 the JSON manifest below
+    kernels/linear.py             the kernel module kernel_source wrote: imports, @njit, loops
+    kernels/fused_linear_relu.py
+    vm/main.py                    def main(x): check_tensor(...); fused_linear_relu(...); ...
+    constants/0.npy ... 3.npy     w0 (128, 784), b0, w1, b1 as .npy tensors
+
+    {"format": "mlckit.library", "format_version": 1,
+     "versions": {"mlckit": "0.1.0", "codegen": "6", "numba": "0.68.1",
+                  "python": "3.11.7", "numpy": "2.4.6"},
+     "target": "llvm", "cuda_simulator": null,
+     "python_names": {"linear": "linear", "main": "main", ...},
+     "kernels": [{"name": "linear", "function": "linear", "file": "kernels/linear.py",
+                  "sha256": "9f2c...", "signature": [{"name": "X", "dtype": "float32",
+                  "ndim": 2, "shape": ["n", "k"], "written": false}, ...]}, ...],
+     "functions": [{"name": "main", "file": "vm/main.py", "sha256": "41d0...",
+                    "params": ["x"], "written": []}],
+     "pool_slots": ["main: lv1", "main: out"],
+     "constants": [{"file": "constants/0.npy", "dtype": "float32", "shape": [128, 784],
+                    "sha256": "c3a1..."}, ...],
+     "sha256": "77be..."}
+
+Each part (a kernel, a relax function's VM code, a constant) has the sha256 of its member's
+bytes; the manifest's own ``sha256`` is that of the manifest without it (keys sorted, no
+spaces), so it covers every part's hash too: the hash of the whole. Writing is deterministic,
+so one executable always gives the same bytes.
+
+Loading checks, in order, and refuses with a :class:`~mlckit.errors.SerializationError` naming
+what is wrong: a file that is not a zip archive or has no manifest (not an mlckit library); a
+cut-short or damaged archive; a ``format_version`` or an mlckit or code generator version other
+than this one's (the VM code calls the runtime's helpers by name, so both versions are named);
+a manifest whose hash does not match; a part whose hash does not match (named: ``kernel
+'linear'``, ``the VM code of 'main'``, ``constant 2``); a GPU file written under numba's CUDA
+simulator loaded on a real GPU, or the reverse (their kernels differ).
+
+What the file does not carry: the IRModule (pass it with ``mlckit.ir.save_json`` where it is
+needed, e.g. ``relax.training.Trainer`` reads the training module's attributes), Python
+functions the VM code calls by name (``register_func``: register them before running), and C
+libraries kernels call (``pragma_import_llvm``): exporting such a kernel is refused. A runtime
+Module of PrimFuncs (``mlckit.build``) keeps only its compiled functions, not its kernels, so it
+has no ``export_library``: build the PrimFuncs inside a relax module, or ship the IR as JSON.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import zipfile
+from typing import TYPE_CHECKING, Any
+
+from mlckit.errors import SerializationError
+
+from .archive import (
+    canonical_json,
+    check_tensor,
+    open_archive,
+    read_manifest,
+    read_member,
+    sha256,
+    tensor_bytes,
+    tensor_from_bytes,
+    write_archive,
+)
+from .module import ParamSpec
+
+if TYPE_CHECKING:  # imported where used: mlckit.runtime comes before the compiler
+    from mlckit.relax.vm.build import Executable
+    from mlckit.target import Target
+
+FORMAT = "mlckit.library"
+FORMAT_VERSION = 1
+_MANIFEST = "manifest.json"
+_KIND = "an mlckit library"
+
+
+def export_library(exe: Executable, path: str | os.PathLike[str]) -> None:
+    """Write ``exe`` to ``path`` as one library file (see the module docstring)."""
+    import numba
+    import numpy as np
+
+    members: list[tuple[str, bytes]] = []
+
+    def part(file: str, data: bytes) -> dict[str, Any]:
+        members.append((file, data))
+        return {"file": file, "sha256": sha256(data)}
+
+    kernels = []
+    for name, kernel in exe.kernels.items():
+        _refuse_c_externs(kernel)
+        python_name = exe.python_names[name]
+        entry = {"name": name, "function": _function_name(kernel)}
+        entry |= part(f"kernels/{python_name}.py", kernel.source.encode())
+        entry["signature"] = [_spec_json(spec) for spec in kernel.signature]
+        kernels.append(entry)
+    functions = []
+    for name, source in exe.relax_sources.items():
+        entry = {"name": name} | part(f"vm/{exe.python_names[name]}.py", source.encode())
+        entry |= {"params": exe.params[name], "written": sorted(exe.written.get(name, ()))}
+        functions.append(entry)
+    constants = []
+    for index, constant in enumerate(exe.constants):
+        array = constant.data.numpy()
+        entry = part(f"constants/{index}.npy", tensor_bytes(array))
+        constants.append(entry | {"dtype": array.dtype.name, "shape": list(array.shape)})
+    manifest = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "versions": {
+            **_required_versions(),
+            "numba": numba.__version__,
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+        },
+        "target": str(exe.target),
+        "cuda_simulator": _simulated() if exe.target.is_gpu else None,
+        "python_names": exe.python_names,
+        "kernels": kernels,
+        "functions": functions,
+        "pool_slots": exe.pool_slots,
+        "constants": constants,
+    }
+    manifest["sha256"] = sha256(canonical_json(manifest))
+    data = write_archive([(_MANIFEST, canonical_json(manifest)), *members])
+    try:
+        with open(path, "wb") as handle:
+            handle.write(data)
+    except OSError as err:
+        raise SerializationError(f"cannot write the library {path}: {err.strerror}") from None
+
+
+def load_module(path: str | os.PathLike[str]) -> Executable:
+    """The Executable a library file at ``path`` holds, for ``relax.VirtualMachine(lib, dev)``.
+
+    The file's code runs: load only files from a trusted source."""
+    from mlckit.target import Target
+
+    label = f"the library {os.fspath(path)}"
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as err:
+        raise SerializationError(f"cannot read {label}: {err.strerror}") from None
+    archive = open_archive(data, label, _KIND)
+    manifest = read_manifest(archive, _MANIFEST, label, _KIND)
+    if manifest.get("format") != FORMAT:
+        raise SerializationError(
+            f"{label} is not {_KIND}: its format is {manifest.get('format')!r}"
+        )
+    _check_versions(manifest, label)
+    unhashed = {key: value for key, value in manifest.items() if key != "sha256"}
+    if manifest.get("sha256") != sha256(canonical_json(unhashed)):
+        raise SerializationError(f"{label} was modified: the hash of its manifest does not match")
+    target = Target(manifest["target"])
+    if target.is_gpu and manifest["cuda_simulator"] != _simulated():
+        written, here = ("numba's CUDA simulator", "a GPU")
+        if not manifest["cuda_simulator"]:
+            written, here = here, written
+        raise SerializationError(
+            f"{label} was exported under {written} and cannot run under {here}: "
+            "its kernels differ; export it again where it runs"
+        )
+
+    try:
+        return _executable(archive, manifest, target, label)
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        # Only a hand-made manifest whose hash was recomputed gets here.
+        raise SerializationError(
+            f"{label} is corrupted: its manifest lacks or mistypes a field ({err!r})"
+        ) from None
+
+
+def _executable(
+    archive: zipfile.ZipFile, manifest: dict[str, Any], target: Target, label: str
+) -> Executable:
+    """The Executable of a checked manifest: each part read and checked against its hash."""
+    from mlckit.backend.kernel import Kernel, load_kernel_source
+    from mlckit.relax.expr import Constant
+    from mlckit.relax.vm.build import Executable
+
+    functions = manifest["functions"]
+    # Every part is checked before any code runs.
+    parts = [(k, f"kernel {k['name']!r}") for k in manifest["kernels"]]
+    parts += [(f, f"the VM code of {f['name']!r}") for f in functions]
+    parts += [(c, f"constant {i}") for i, c in enumerate(manifest["constants"])]
+    contents: dict[str, bytes] = {}
+    for entry, what in parts:
+        data = read_member(archive, entry["file"], label)
+        if sha256(data) != entry["sha256"]:
+            raise SerializationError(f"{label}: the hash of {what} does not match")
+        contents[entry["file"]] = data
+
+    kernels = {}
+    for entry in manifest["kernels"]:
+        name = entry["name"]
+        source = contents[entry["file"]].decode()
+        func, cache_path = load_kernel_source(source, entry["function"], name, target)
+        signature = tuple(_spec_from_json(spec) for spec in entry["signature"])
+        kernels[name] = Kernel(name, source, target, func, None, cache_path, signature)
+    relax_sources = {f["name"]: contents[f["file"]].decode() for f in functions}
+    constants = []
+    for index, entry in enumerate(manifest["constants"]):
+        where = f"{label}: constant {index}"
+        array = tensor_from_bytes(contents[entry["file"]], where)
+        check_tensor(array, entry, where)
+        constants.append(Constant(array))
+    return Executable(
+        kernels,
+        relax_sources,
+        manifest["python_names"],
+        {f["name"]: f["params"] for f in functions},
+        constants,
+        target,
+        {f["name"]: frozenset(f["written"]) for f in functions},
+        manifest["pool_slots"],
+    )
+
+
+def _required_versions() -> dict[str, str]:
+    """The versions a file must have been written by: the VM code calls this mlckit's runtime
+    helpers by name, and the kernels are this code generator's."""
+    import mlckit
+    from mlckit.backend.kernel import CODEGEN_VERSION
+
+    return {"mlckit": mlckit.__version__, "codegen": CODEGEN_VERSION}
+
+
+def _check_versions(manifest: dict[str, Any], label: str) -> None:
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise SerializationError(
+            f"{label} has library format version {manifest.get('format_version')!r}; this "
+            f"mlckit reads version {FORMAT_VERSION}"
+        )
+    versions = manifest.get("versions")
+    if not isinstance(versions, dict):
+        raise SerializationError(f"{label} is corrupted: its manifest records no versions")
+    mine = _required_versions()
+    if any(versions.get(what) != version for what, version in mine.items()):
+        raise SerializationError(
+            f"{label} was written by mlckit {versions.get('mlckit')} (code generator "
+            f"{versions.get('codegen')}); this is mlckit {mine['mlckit']} (code generator "
+            f"{mine['codegen']}): export it again with this mlckit"
+        )
+
+
+def _simulated() -> bool:
+    from .gpu import simulated
+
+    return simulated()
+
+
+def _function_name(kernel: Any) -> str:
+    # A kernel loaded from a library keeps its function's name in its module only.
+    if kernel.generated is not None:
+        return kernel.generated.name
+    return kernel.func.__name__
+
+
+def _refuse_c_externs(kernel: Any) -> None:
+    externs = kernel.generated.externs.values() if kernel.generated is not None else ()
+    for extern in externs:
+        library = extern.function.library
+        if library is not None:
+            raise SerializationError(
+                f"kernel {kernel.name!r} calls {extern.function.name} from the C library "
+                f"{library}, which a library file cannot carry; it cannot be exported"
+            )
+
+
+def _spec_json(spec: ParamSpec) -> dict[str, Any]:
+    return {
+        "name": spec.name,
+        "dtype": spec.dtype,
+        "ndim": spec.ndim,
+        "shape": list(spec.shape),
+        "written": spec.written,
+    }
+
+
+def _spec_from_json(entry: dict[str, Any]) -> ParamSpec:
+    return ParamSpec(
+        entry["name"], entry["dtype"], entry["ndim"], tuple(entry["shape"]), entry["written"]
+    )
