@@ -736,6 +736,51 @@ bb_logits = bb_vm["main"](mlckit.nd.array(images.reshape(-1, 784))).numpy()
 print("same predictions as the TVMScript MLP:", np.array_equal(bb_logits.argmax(1), predictions))
 
 # %% [markdown]
+# ## Shipping the model
+#
+# A compiled model can leave the notebook. `export_library` writes the executable to one file:
+# the generated Python of the kernels and of `main`, the weights, the target, the versions of
+# mlckit, numba and Python, and a hash of each part. The file lists them:
+# <!-- shown-by: shipped-file -->
+
+# %% tags=["shows:shipped-file"]
+import json
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+ship_dir = Path(tempfile.mkdtemp())
+relax.build(MLPFromPython, target="llvm").export_library(ship_dir / "mlp.so")
+np.save(ship_dir / "images.npy", images.reshape(-1, 784))
+print(zipfile.ZipFile(ship_dir / "mlp.so").namelist())
+
+# %% [markdown]
+# `mlckit.runtime.load_module` (TVM's name) reads the file back in another process, which runs
+# the model without the IRModule: no TVMScript is parsed and no pass runs, numba compiles the
+# kernels' sources or takes them from its kernel cache. A notebook cannot restart its own kernel,
+# so a fresh Python process stands in for the server the model is shipped to, and it gives the
+# same predictions. Like a pickle, the file is code: load only files you trust.
+# <!-- shown-by: shipped-run -->
+# <!-- checked-by: tests/runtime/test_export_library.py::test_the_course_mlp_runs_in_another_process_without_compiling -->
+
+# %% tags=["shows:shipped-run"]
+FRESH_PROCESS = """
+import sys
+import numpy as np
+import mlckit
+from mlckit import relax
+
+lib = mlckit.runtime.load_module(sys.argv[1])
+vm = relax.VirtualMachine(lib, mlckit.cpu())
+print(vm["main"](np.load(sys.argv[2])).numpy().argmax(1).tolist())
+"""
+args = [sys.executable, "-c", FRESH_PROCESS, ship_dir / "mlp.so", ship_dir / "images.npy"]
+shipped = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
+print("same predictions in a fresh process:", np.array_equal(shipped, predictions))
+
+# %% [markdown]
 # ## Summary
 #
 # - A model is an IRModule: PrimFuncs for the tensor computations, and a Relax function that calls
