@@ -232,6 +232,10 @@ class PrimExprPrinter:
 
     # How each tir intrinsic is spelled (the cuda code generator spells some differently).
     intrinsics = _INTRINSICS
+    # A float division as np.divide(a, b): numba compiles `a / b` with Python's error model,
+    # raising ZeroDivisionError where IEEE (numpy, TVM) gives inf or nan, and the check on
+    # every division keeps LLVM from vectorizing the loop. (numba.cuda divides as numpy.)
+    float_divide_call = True
 
     def __init__(self, names: NameSupply, *, wrap_integers: bool = False):
         self.names = names
@@ -291,6 +295,8 @@ class PrimExprPrinter:
             symbol, prec = infix
             return self._binary(node, lambda a, b: self._infix(a, b, symbol, prec), prec)  # type: ignore[arg-type]
         if isinstance(node, E.Div):
+            if is_float(node.dtype) and self.float_divide_call:
+                return self._binary(node, lambda a, b: f"np.divide({a.text}, {b.text})")
             if is_float(node.dtype):
                 return self._binary(node, lambda a, b: self._infix(a, b, "/", _PREC_MUL), _PREC_MUL)
             if node.dtype.startswith("u"):  # unsigned: rounding toward zero is rounding down

@@ -73,6 +73,7 @@ class CudaCodegen(PythonCodegen):
     """Emit one PrimFunc as its cuda kernels and a host function named ``name``."""
 
     intrinsics = _GPU_INTRINSICS
+    float_divide_call = False
     calls_externs = False
 
     def __init__(self, func, name: str, max_threads: int = MAX_THREADS_PER_BLOCK):

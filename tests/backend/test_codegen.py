@@ -114,6 +114,30 @@ def test_parallel_loops_read_and_write_0d_buffers():
     assert total == 4.5  # written through the one-element view
 
 
+@pytest.mark.parametrize("target", ["llvm", "python"])
+def test_float_division_by_zero_is_ieee(target):
+    """inf and nan as numpy and TVM give them, not Python's ZeroDivisionError (whose check on
+    every division would also keep LLVM from vectorizing the loop)."""
+
+    @T.prim_func
+    def div(
+        A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32"), C: T.Buffer((4,), "float32")
+    ):
+        for i in range(4):
+            with T.block("C"):
+                vi = T.axis.remap("S", [i])
+                C[vi] = A[vi] / B[vi]
+
+    assert "C[i] = np.divide(A[i], B[i])" in generate_function(div, "div").source
+    lib = mlckit.build(div, target)
+    a = np.array([1, -1, 0, 3], "float32")
+    b = np.array([0, 0, 0, 2], "float32")
+    c = np.empty(4, "float32")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lib["div"](a, b, c)
+        np.testing.assert_array_equal(c, a / b)  # inf, -inf, nan, 1.5
+
+
 def test_symbolic_shapes_and_predicates():
     @T.prim_func
     def pad_copy(a: T.handle, b: T.handle):
