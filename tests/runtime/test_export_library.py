@@ -15,9 +15,10 @@ import pytest
 import mlckit
 from mlckit import relax
 from mlckit.backend import kernel as kernel_module
+from mlckit.contrib import clang
 from mlckit.datasets import mlp_params
 from mlckit.demo import mlp_script
-from mlckit.errors import SerializationError
+from mlckit.errors import BuildError, SerializationError
 from mlckit.ir import load_json, save_json
 from mlckit.relax.training import SetupTrainer, Trainer
 from mlckit.relax.training.loss import MSELoss
@@ -26,6 +27,9 @@ from mlckit.runtime import load_module
 from mlckit.runtime.archive import canonical_json, sha256, write_archive
 from mlckit.runtime.gpu import simulated
 from mlckit.script import from_source
+from mlckit.script import ir as I
+from mlckit.script import relax as R
+from mlckit.script import tir as T
 
 ROOT = Path(__file__).parents[2]
 
@@ -282,3 +286,39 @@ def test_a_file_that_is_not_a_library_is_refused(tmp_path):
         load_module(tmp_path / "text")
     with pytest.raises(SerializationError, match="cannot read the library"):
         load_module(tmp_path / "missing")
+
+
+SCALE_C = """
+extern "C" int export_test_scale(float* x, int n, float by) {
+  for (int i = 0; i < n; ++i) x[i] *= by;
+  return 0;
+}
+"""
+
+
+def test_a_kernel_calling_a_c_library_is_not_exported(tmp_path):
+    try:
+        library = clang.create_llvm(SCALE_C)
+    except BuildError as err:
+        pytest.skip(f"no C++ compiler: {err}")
+
+    @I.ir_module
+    class WithExtern:
+        @T.prim_func
+        def scale(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+            for i in T.serial(4):
+                with T.block("copy"):
+                    vi = T.axis.remap("S", [i])
+                    B[vi] = A[vi]
+            for _ in T.serial(1, annotations={"pragma_import_llvm": library}):
+                T.evaluate(T.call_extern("int32", "export_test_scale", B.access_ptr("rw"), 4, 3.0))
+
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            cls = WithExtern
+            y = R.call_tir(cls.scale, (x,), out_sinfo=R.Tensor((4,), "float32"))
+            return y
+
+    exe = relax.build(WithExtern, "llvm")
+    with pytest.raises(SerializationError, match="kernel 'scale' calls export_test_scale from"):
+        exe.export_library(tmp_path / "lib")
