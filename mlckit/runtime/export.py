@@ -29,7 +29,7 @@ the file has it on one line, keys sorted)::
     vm/main.py                    def main(x): check_tensor(...); fused_linear_relu(...); ...
     constants/0.npy ... 3.npy     w0 (128, 784), b0, w1, b1 as .npy tensors
 
-    {"format": "mlckit.library", "format_version": 1,
+    {"format": "mlckit.library", "format_version": 1, "kind": "relax.Executable",
      "versions": {"mlckit": "0.1.0", "codegen": "6", "numba": "0.68.1",
                   "python": "3.11.7", "numpy": "2.4.6"},
      "target": "llvm", "cuda_simulator": null,
@@ -53,22 +53,29 @@ Loading checks, in order, and refuses with a :class:`~mlckit.errors.Serializatio
 what is wrong: a file that is not a zip archive or has no manifest (not an mlckit library); a
 cut-short or damaged archive; a ``format_version`` or an mlckit or code generator version other
 than this one's (the VM code calls the runtime's helpers by name, so both versions are named);
-a manifest whose hash does not match; a part whose hash does not match (named: ``kernel
-'linear'``, ``the VM code of 'main'``, ``constant 2``); a GPU file written under numba's CUDA
-simulator loaded on a real GPU, or the reverse (their kernels differ).
+a manifest whose hash does not match; a GPU file written under numba's CUDA simulator loaded on
+a real GPU, or the reverse (their kernels differ); a kind of library it cannot load; a part
+whose hash does not match (named: ``kernel 'linear'``, ``the VM code of 'main'``, ``constant
+2``). Every part is checked before any of the file's code runs.
+
+A runtime Module of PrimFuncs (``mlckit.build(f)``, ``lib["f"](a, b)``) exports the same way,
+``lib.export_library(path)``, and loads back as a Module: its manifest's ``kind`` is
+``"runtime.Module"`` (an Executable's is ``"relax.Executable"``), its kernels are listed by the
+names they are called by, with ``aliases`` (the IRModule's names of functions whose
+``global_symbol`` differs), and it has no ``functions``, ``constants`` or ``pool_slots``.
 
 What the file does not carry: the IRModule (pass it with ``mlckit.ir.save_json`` where it is
 needed, e.g. ``relax.training.Trainer`` reads the training module's attributes), Python
-functions the VM code calls by name (``register_func``: register them before running), and C
-libraries kernels call (``pragma_import_llvm``): exporting such a kernel is refused. A runtime
-Module of PrimFuncs (``mlckit.build``) keeps only its compiled functions, not its kernels, so it
-has no ``export_library``: build the PrimFuncs inside a relax module, or ship the IR as JSON.
+functions the code calls by name (``register_func``, registered externs: register them before
+running), and C libraries kernels call (``pragma_import_llvm``): a kernel whose code binds one
+(``c_extern('/path/lib.so', ...)``) is refused at export.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import re
 import zipfile
 from typing import TYPE_CHECKING, Any
 
@@ -85,7 +92,7 @@ from .archive import (
     tensor_from_bytes,
     write_archive,
 )
-from .module import ParamSpec
+from .module import Module, ParamSpec
 
 if TYPE_CHECKING:  # imported where used: mlckit.runtime comes before the compiler
     from mlckit.relax.vm.build import Executable
@@ -93,40 +100,36 @@ if TYPE_CHECKING:  # imported where used: mlckit.runtime comes before the compil
 
 FORMAT = "mlckit.library"
 FORMAT_VERSION = 1
+# What a library holds: relax.build's Executable, or mlckit.build's runtime Module of PrimFuncs.
+EXECUTABLE = "relax.Executable"
+MODULE = "runtime.Module"
 _MANIFEST = "manifest.json"
 _KIND = "an mlckit library"
 
 
-def export_library(exe: Executable, path: str | os.PathLike[str]) -> None:
-    """Write ``exe`` to ``path`` as one library file (see the module docstring)."""
+def export_library(lib: Executable | Module, path: str | os.PathLike[str]) -> None:
+    """Write ``lib`` (what ``relax.build`` or ``mlckit.build`` returned) to ``path`` as one
+    library file (see the module docstring)."""
     import numba
     import numpy as np
 
     members: list[tuple[str, bytes]] = []
 
-    def part(file: str, data: bytes) -> dict[str, Any]:
+    def part(stem: str, suffix: str, data: bytes) -> dict[str, Any]:
+        taken = {name for name, _ in members}
+        file, copy = f"{stem}{suffix}", 1
+        while file in taken:  # two PrimFuncs of a Module may share a Python name
+            file, copy = f"{stem}_{copy}{suffix}", copy + 1
         members.append((file, data))
         return {"file": file, "sha256": sha256(data)}
 
-    kernels = []
-    for name, kernel in exe.kernels.items():
-        _refuse_c_externs(kernel)
-        python_name = exe.python_names[name]
-        entry = {"name": name, "function": _function_name(kernel)}
-        entry |= part(f"kernels/{python_name}.py", kernel.source.encode())
-        entry["signature"] = [_spec_json(spec) for spec in kernel.signature]
-        kernels.append(entry)
-    functions = []
-    for name, source in exe.relax_sources.items():
-        entry = {"name": name} | part(f"vm/{exe.python_names[name]}.py", source.encode())
-        entry |= {"params": exe.params[name], "written": sorted(exe.written.get(name, ()))}
-        functions.append(entry)
-    constants = []
-    for index, constant in enumerate(exe.constants):
-        array = constant.data.numpy()
-        entry = part(f"constants/{index}.npy", tensor_bytes(array))
-        constants.append(entry | {"dtype": array.dtype.name, "shape": list(array.shape)})
-    manifest = {
+    def kernel_entry(name: str, function: str, source: str, signature: Any) -> dict[str, Any]:
+        _refuse_c_libraries(name, source)
+        entry = {"name": name, "function": function}
+        entry |= part(f"kernels/{function}", ".py", source.encode())
+        return entry | {"signature": [_spec_json(spec) for spec in signature]}
+
+    manifest: dict[str, Any] = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "versions": {
@@ -135,14 +138,39 @@ def export_library(exe: Executable, path: str | os.PathLike[str]) -> None:
             "python": platform.python_version(),
             "numpy": np.__version__,
         },
-        "target": str(exe.target),
-        "cuda_simulator": _simulated() if exe.target.is_gpu else None,
-        "python_names": exe.python_names,
-        "kernels": kernels,
-        "functions": functions,
-        "pool_slots": exe.pool_slots,
-        "constants": constants,
+        "target": str(lib.target),
+        "cuda_simulator": _simulated() if lib.target.is_gpu else None,
     }
+    if isinstance(lib, Module):
+        manifest["kind"] = MODULE
+        manifest["kernels"] = [
+            kernel_entry(name, func.__name__, lib.source(name), lib.get_function(name).params)
+            for name, func in lib._functions.items()
+        ]
+        manifest["aliases"] = lib._aliases
+    else:
+        manifest["kind"] = EXECUTABLE
+        kernels = [
+            kernel_entry(name, _function_name(k), k.source, k.signature)
+            for name, k in lib.kernels.items()
+        ]
+        functions = []
+        for name, source in lib.relax_sources.items():
+            entry = {"name": name} | part(f"vm/{lib.python_names[name]}", ".py", source.encode())
+            entry |= {"params": lib.params[name], "written": sorted(lib.written.get(name, ()))}
+            functions.append(entry)
+        constants = []
+        for index, constant in enumerate(lib.constants):
+            array = constant.data.numpy()
+            entry = part(f"constants/{index}", ".npy", tensor_bytes(array))
+            constants.append(entry | {"dtype": array.dtype.name, "shape": list(array.shape)})
+        manifest |= {
+            "python_names": lib.python_names,
+            "kernels": kernels,
+            "functions": functions,
+            "pool_slots": lib.pool_slots,
+            "constants": constants,
+        }
     manifest["sha256"] = sha256(canonical_json(manifest))
     data = write_archive([(_MANIFEST, canonical_json(manifest)), *members])
     try:
@@ -152,8 +180,9 @@ def export_library(exe: Executable, path: str | os.PathLike[str]) -> None:
         raise SerializationError(f"cannot write the library {path}: {err.strerror}") from None
 
 
-def load_module(path: str | os.PathLike[str]) -> Executable:
-    """The Executable a library file at ``path`` holds, for ``relax.VirtualMachine(lib, dev)``.
+def load_module(path: str | os.PathLike[str]) -> Executable | Module:
+    """What the library file at ``path`` holds: an Executable, for ``relax.VirtualMachine(lib,
+    dev)``, or a runtime Module of PrimFuncs (``lib["f"](a, b)``).
 
     The file's code runs: load only files from a trusted source."""
     from mlckit.target import Target
@@ -185,7 +214,7 @@ def load_module(path: str | os.PathLike[str]) -> Executable:
         )
 
     try:
-        return _executable(archive, manifest, target, label)
+        return _loaded(archive, manifest, target, label)
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         # Only a hand-made manifest whose hash was recomputed gets here.
         raise SerializationError(
@@ -193,19 +222,22 @@ def load_module(path: str | os.PathLike[str]) -> Executable:
         ) from None
 
 
-def _executable(
+def _loaded(
     archive: zipfile.ZipFile, manifest: dict[str, Any], target: Target, label: str
-) -> Executable:
-    """The Executable of a checked manifest: each part read and checked against its hash."""
+) -> Executable | Module:
+    """The Executable or Module of a checked manifest, each part checked against its hash."""
     from mlckit.backend.kernel import Kernel, load_kernel_source
     from mlckit.relax.expr import Constant
     from mlckit.relax.vm.build import Executable
 
-    functions = manifest["functions"]
+    kind = manifest["kind"]
+    if kind not in (EXECUTABLE, MODULE):
+        raise SerializationError(f"{label} holds a {kind!r}, which this mlckit cannot load")
+    functions = manifest.get("functions", [])
     # Every part is checked before any code runs.
     parts = [(k, f"kernel {k['name']!r}") for k in manifest["kernels"]]
     parts += [(f, f"the VM code of {f['name']!r}") for f in functions]
-    parts += [(c, f"constant {i}") for i, c in enumerate(manifest["constants"])]
+    parts += [(c, f"constant {i}") for i, c in enumerate(manifest.get("constants", []))]
     contents: dict[str, bytes] = {}
     for entry, what in parts:
         data = read_member(archive, entry["file"], label)
@@ -220,6 +252,14 @@ def _executable(
         func, cache_path = load_kernel_source(source, entry["function"], name, target)
         signature = tuple(_spec_from_json(spec) for spec in entry["signature"])
         kernels[name] = Kernel(name, source, target, func, None, cache_path, signature)
+    if kind == MODULE:
+        return Module(
+            {name: k.func for name, k in kernels.items()},
+            {name: k.source for name, k in kernels.items()},
+            target,
+            {name: k.signature for name, k in kernels.items()},
+            manifest["aliases"],
+        )
     relax_sources = {f["name"]: contents[f["file"]].decode() for f in functions}
     constants = []
     for index, entry in enumerate(manifest["constants"]):
@@ -279,15 +319,20 @@ def _function_name(kernel: Any) -> str:
     return kernel.func.__name__
 
 
-def _refuse_c_externs(kernel: Any) -> None:
-    externs = kernel.generated.externs.values() if kernel.generated is not None else ()
-    for extern in externs:
-        library = extern.function.library
-        if library is not None:
-            raise SerializationError(
-                f"kernel {kernel.name!r} calls {extern.function.name} from the C library "
-                f"{library}, which a library file cannot carry; it cannot be exported"
-            )
+# How a kernel module binds a C function (mlckit.backend.extern's ExternFunction.binding):
+# c_extern('/path/lib.so', 'name', ...), the strings written with ascii().
+_C_BINDING = re.compile(r"""\bc_extern\((['"])(.*?)\1, (['"])(.*?)\3""")
+
+
+def _refuse_c_libraries(name: str, source: str) -> None:
+    """A kernel that calls a C library names the library's path on this machine, which the
+    file cannot carry: refused."""
+    binding = _C_BINDING.search(source)
+    if binding is not None:
+        raise SerializationError(
+            f"kernel {name!r} calls {binding[4]} from the C library {binding[2]}, which a "
+            "library file cannot carry; it cannot be exported"
+        )
 
 
 def _spec_json(spec: ParamSpec) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -420,6 +421,13 @@ class Module:
         min_repeat_ms: float = 0,
     ) -> Callable[..., BenchmarkResult]:
         return time_function(self.get_function(name), number, repeat, min_repeat_ms)
+
+    def export_library(self, path: str | os.PathLike[str]) -> None:
+        """Write the module to one file that ``mlckit.runtime.load_module(path)`` loads in
+        another process without compiling its PrimFuncs again (see mlckit.runtime.export)."""
+        from .export import export_library  # export builds on this module
+
+        export_library(self, path)
 
     def __repr__(self) -> str:
         return f"<mlckit.runtime.Module {self.target} functions={self.function_names()}>"

@@ -18,14 +18,15 @@ from mlckit.backend import kernel as kernel_module
 from mlckit.contrib import clang
 from mlckit.datasets import mlp_params
 from mlckit.demo import mlp_script
-from mlckit.errors import BuildError, SerializationError
-from mlckit.ir import load_json, save_json
+from mlckit.errors import BuildError, SerializationError, VMError
+from mlckit.ir import IRModule, load_json, save_json
 from mlckit.relax.training import SetupTrainer, Trainer
 from mlckit.relax.training.loss import MSELoss
 from mlckit.relax.training.optimizer import Adam
 from mlckit.runtime import load_module
 from mlckit.runtime.archive import canonical_json, sha256, write_archive
 from mlckit.runtime.gpu import simulated
+from mlckit.runtime.module import Module
 from mlckit.script import from_source
 from mlckit.script import ir as I
 from mlckit.script import relax as R
@@ -150,6 +151,31 @@ def test_a_cuda_build_round_trips(tmp_path):
     )
 
 
+ADD_ONE = """
+@T.prim_func
+def add_one(A: T.Buffer((3, 4), "float32"), B: T.Buffer((3, 4), "float32")):
+    T.func_attr({"global_symbol": "plus_one"})
+    for i, j in T.grid(3, 4):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] + T.float32(1)
+"""
+
+
+@pytest.mark.parametrize("target", ["llvm", "python"])
+def test_a_module_of_prim_funcs_round_trips(target, tmp_path):
+    lib = mlckit.build(IRModule({"main": from_source(ADD_ONE)}), target)
+    lib.export_library(tmp_path / "lib")
+    loaded = load_module(tmp_path / "lib")
+    assert isinstance(loaded, Module) and loaded.source() == lib.source()
+    a = np.arange(12, dtype="float32").reshape(3, 4)
+    b = mlckit.nd.empty((3, 4), "float32")
+    loaded["main"](a, b)  # the name in the IRModule, beside its global_symbol
+    np.testing.assert_array_equal(b.numpy(), a + 1)
+    with pytest.raises(VMError, match=r"plus_one: argument 1 \(B\) expects shape \(3, 4\)"):
+        loaded["plus_one"](a, np.zeros((3, 5), "float32"))
+
+
 BACKBONE = """
 @I.ir_module
 class Backbone:
@@ -232,6 +258,11 @@ def newer_format(members: dict) -> None:
     rehash(members["manifest.json"])
 
 
+def another_kind(members: dict) -> None:
+    members["manifest.json"]["kind"] = "relax.Function"
+    rehash(members["manifest.json"])
+
+
 def drop_manifest(members: dict) -> None:
     members["other.json"] = members.pop("manifest.json")
 
@@ -245,6 +276,7 @@ def drop_manifest(members: dict) -> None:
         (edit_target, "the hash of its manifest does not match"),
         (older_mlckit, r"written by mlckit 0\.0\.1 \(code generator \d+\); this is mlckit"),
         (newer_format, "library format version 99; this mlckit reads version 1"),
+        (another_kind, "holds a 'relax.Function', which this mlckit cannot load"),
         (drop_manifest, "is not an mlckit library: the zip archive has no manifest.json"),
     ],
     ids=lambda value: getattr(value, "__name__", None),
@@ -319,6 +351,6 @@ def test_a_kernel_calling_a_c_library_is_not_exported(tmp_path):
             y = R.call_tir(cls.scale, (x,), out_sinfo=R.Tensor((4,), "float32"))
             return y
 
-    exe = relax.build(WithExtern, "llvm")
-    with pytest.raises(SerializationError, match="kernel 'scale' calls export_test_scale from"):
-        exe.export_library(tmp_path / "lib")
+    for built in (relax.build(WithExtern, "llvm"), mlckit.build(WithExtern["scale"], "llvm")):
+        with pytest.raises(SerializationError, match="'scale' calls export_test_scale from the C"):
+            built.export_library(tmp_path / "lib")
