@@ -73,6 +73,7 @@ running), and C libraries kernels call (``pragma_import_llvm``): a kernel whose 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import platform
 import re
@@ -92,6 +93,7 @@ from .archive import (
     tensor_from_bytes,
     write_archive,
 )
+from .gpu import simulated
 from .module import Module, ParamSpec
 
 if TYPE_CHECKING:  # imported where used: mlckit.runtime comes before the compiler
@@ -127,7 +129,7 @@ def export_library(lib: Executable | Module, path: str | os.PathLike[str]) -> No
         _refuse_c_libraries(name, source)
         entry = {"name": name, "function": function}
         entry |= part(f"kernels/{function}", ".py", source.encode())
-        return entry | {"signature": [_spec_json(spec) for spec in signature]}
+        return entry | {"signature": [dataclasses.asdict(spec) for spec in signature]}
 
     manifest: dict[str, Any] = {
         "format": FORMAT,
@@ -139,7 +141,7 @@ def export_library(lib: Executable | Module, path: str | os.PathLike[str]) -> No
             "numpy": np.__version__,
         },
         "target": str(lib.target),
-        "cuda_simulator": _simulated() if lib.target.is_gpu else None,
+        "cuda_simulator": simulated() if lib.target.is_gpu else None,
     }
     if isinstance(lib, Module):
         manifest["kind"] = MODULE
@@ -204,7 +206,7 @@ def load_module(path: str | os.PathLike[str]) -> Executable | Module:
     if manifest.get("sha256") != sha256(canonical_json(unhashed)):
         raise SerializationError(f"{label} was modified: the hash of its manifest does not match")
     target = Target(manifest["target"])
-    if target.is_gpu and manifest["cuda_simulator"] != _simulated():
+    if target.is_gpu and manifest["cuda_simulator"] != simulated():
         written, here = ("numba's CUDA simulator", "a GPU")
         if not manifest["cuda_simulator"]:
             written, here = here, written
@@ -306,12 +308,6 @@ def _check_versions(manifest: dict[str, Any], label: str) -> None:
         )
 
 
-def _simulated() -> bool:
-    from .gpu import simulated
-
-    return simulated()
-
-
 def _function_name(kernel: Any) -> str:
     # A kernel loaded from a library keeps its function's name in its module only.
     if kernel.generated is not None:
@@ -335,17 +331,5 @@ def _refuse_c_libraries(name: str, source: str) -> None:
         )
 
 
-def _spec_json(spec: ParamSpec) -> dict[str, Any]:
-    return {
-        "name": spec.name,
-        "dtype": spec.dtype,
-        "ndim": spec.ndim,
-        "shape": list(spec.shape),
-        "written": spec.written,
-    }
-
-
 def _spec_from_json(entry: dict[str, Any]) -> ParamSpec:
-    return ParamSpec(
-        entry["name"], entry["dtype"], entry["ndim"], tuple(entry["shape"]), entry["written"]
-    )
+    return ParamSpec(**{**entry, "shape": tuple(entry["shape"])})
