@@ -17,6 +17,7 @@ import numpy as np
 
 from mlckit.errors import MLCError, VMError
 
+from .export import export_library
 from .gpu import is_device_array, to_device
 from .ndarray import Device, NDArray
 
@@ -425,8 +426,6 @@ class Module:
     def export_library(self, path: str | os.PathLike[str]) -> None:
         """Write the module to one file that ``mlckit.runtime.load_module(path)`` loads in
         another process without compiling its PrimFuncs again (see mlckit.runtime.export)."""
-        from .export import export_library  # export builds on this module
-
         export_library(self, path)
 
     def __repr__(self) -> str:

@@ -14,7 +14,6 @@ import pytest
 
 import mlckit
 from mlckit import relax
-from mlckit.backend import kernel as kernel_module
 from mlckit.contrib import clang
 from mlckit.datasets import mlp_params
 from mlckit.demo import mlp_script
@@ -23,6 +22,7 @@ from mlckit.ir import IRModule, load_json, save_json
 from mlckit.relax.training import SetupTrainer, Trainer
 from mlckit.relax.training.loss import MSELoss
 from mlckit.relax.training.optimizer import Adam
+from mlckit.relax.vm import library as library_module
 from mlckit.runtime import load_module
 from mlckit.runtime.archive import canonical_json, sha256, write_archive
 from mlckit.runtime.gpu import simulated
@@ -120,7 +120,8 @@ def test_the_file_lists_its_parts_their_hashes_and_the_versions(mlp_file):
         ("float32", [10]),
     ]
     parts = [*manifest["kernels"], *manifest["functions"], *manifest["constants"]]
-    assert sorted(names) == sorted(["manifest.json", *(p["file"] for p in parts)])
+    assert sorted(manifest["files"]) == sorted(p["file"] for p in parts)
+    assert sorted(names) == sorted(["manifest.json", *manifest["files"]])
 
 
 @pytest.mark.parametrize("target", ["llvm", "python"])
@@ -270,11 +271,14 @@ def drop_manifest(members: dict) -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (edit_kernel, "the hash of kernel 'linear' does not match"),
-        (edit_vm_code, "the hash of the VM code of 'main' does not match"),
-        (edit_constant, "the hash of constant 3 does not match"),
+        (edit_kernel, "the hash of kernels/linear.py does not match"),
+        (edit_vm_code, "the hash of vm/main.py does not match"),
+        (edit_constant, "the hash of constants/3.npy does not match"),
         (edit_target, "the hash of its manifest does not match"),
-        (older_mlckit, r"written by mlckit 0\.0\.1 \(code generator \d+\); this is mlckit"),
+        (
+            older_mlckit,
+            r"written by mlckit 0\.0\.1 \(codegen \d+\); this is mlckit 0\.1\.0 \(codegen",
+        ),
         (newer_format, "library format version 99; this mlckit reads version 1"),
         (another_kind, "holds a 'relax.Function', which this mlckit cannot load"),
         (drop_manifest, "is not an mlckit library: the zip archive has no manifest.json"),
@@ -289,7 +293,7 @@ def test_a_changed_file_is_refused_before_any_code_runs(
     def no_kernel(*args):
         raise AssertionError("a kernel of a refused file was loaded")
 
-    monkeypatch.setattr(kernel_module, "load_kernel_source", no_kernel)
+    monkeypatch.setattr(library_module, "load_kernel_source", no_kernel)
     with pytest.raises(SerializationError, match=message):
         load_module(tmp_path / "changed")
 
