@@ -10,6 +10,7 @@ from mlckit import arith
 from mlckit.errors import StructInfoError
 from mlckit.ir.dtype import is_float
 from mlckit.te.tensor import shape_text
+from mlckit.tir import op as tir_op
 from mlckit.tir.expr import Cast, IntImm, PrimExpr, const, convert
 
 
@@ -136,3 +137,25 @@ def split_bounds(dim: PrimExpr, indices_or_sections: int | Sequence[int]) -> lis
 def _int64(value: Any) -> PrimExpr:
     """A dim as an int64 PrimExpr (shapes are int64; a Python int would convert to int32)."""
     return const(value, "int64") if isinstance(value, int) else value
+
+
+def window_count(
+    size: Any,
+    pad_before: Any,
+    pad_after: Any,
+    kernel: Any,
+    stride: int,
+    dilation: int,
+    ceil_mode: bool = False,
+) -> PrimExpr:
+    """How many windows of ``kernel`` taps (``dilation`` apart), ``stride`` apart, fit in
+    ``size`` padded by ``pad_before`` and ``pad_after``: ``(span) // stride + 1``. With
+    ``ceil_mode`` a last, partial window counts too, unless it would start in the padding
+    after the input, as torch and TVM decide: size 5, padding 1 and 1, kernel 2, stride 2
+    give 3 windows (starting at -1, 1, 3), not 4 (the fourth would start at 5)."""
+    span = size + pad_before + pad_after - (kernel - 1) * dilation - 1
+    if not ceil_mode:
+        return arith.simplify(span // stride + 1)
+    rounded_up = arith.simplify((span + stride - 1) // stride + 1)
+    starts_in_padding = (rounded_up - 1) * stride >= size + pad_before
+    return arith.simplify(tir_op.if_then_else(starts_in_padding, rounded_up - 1, rounded_up))

@@ -173,3 +173,28 @@ def test_concatenate(axis):
     tensors = placeholders(arrays)
     out = run(tensors, topi.concatenate(tensors, axis), *arrays)
     np.testing.assert_array_equal(out, np.concatenate(arrays, axis))
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+@pytest.mark.parametrize("include_pad", [True, False])
+@pytest.mark.parametrize(
+    "kernel, stride, pad, size",
+    [(2, 2, 1, 5), (3, 3, 1, 5), (3, 2, 1, 6), (2, 3, 1, 6), (4, 3, 2, 6)],
+)
+def test_pool2d_ceil_mode_equals_torch(kind, include_pad, kernel, stride, pad, size):
+    """With ceil_mode a last window that would start in the padding after the input is
+    dropped, as torch (and TVM) drop it: (2, 2, 1) over 5 gives 3 windows, not 4."""
+    torch = pytest.importorskip("torch")
+    x = random((1, 2, size, size))
+    (X,) = placeholders([x])
+    pool = topi.nn.pool2d(X, kernel, stride, 1, pad, kind, True, count_include_pad=include_pad)
+    out = run([X], pool, x)
+    if kind == "max":
+        ref = torch.nn.functional.max_pool2d(
+            torch.from_numpy(x), kernel, stride, pad, ceil_mode=True
+        )
+    else:
+        ref = torch.nn.functional.avg_pool2d(
+            torch.from_numpy(x), kernel, stride, pad, ceil_mode=True, count_include_pad=include_pad
+        )
+    np.testing.assert_allclose(out, ref.numpy(), rtol=1e-5, atol=1e-6)

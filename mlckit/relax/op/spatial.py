@@ -4,7 +4,8 @@
 They share the window arithmetic: along each spatial axis an output position covers
 ``dilation * (kernel - 1) + 1`` input positions, and positions step by ``stride`` over the
 padded input, so ``out = (size + pad_before + pad_after - dilation * (kernel - 1) - 1) // stride
-+ 1`` (pooling with ``ceil_mode`` rounds the division up). Attributes follow TVM: ``strides``
++ 1`` (pooling with ``ceil_mode`` rounds the division up, but drops a last window that would
+start in the padding after the input: ``topi.utils.window_count``). Attributes follow TVM: ``strides``
 and ``dilation`` are ``[h, w]``, ``padding`` is ``[top, left, bottom, right]`` (one value or a
 pair is expanded), layouts are strings. Only the NCHW data / OIHW kernel layouts are supported
 (IOHW for the transposed convolution, whose output size inverts the formula above).
@@ -20,7 +21,8 @@ from typing import Any
 from mlckit.arith import simplify
 from mlckit.errors import StructInfoError
 from mlckit.ir.dtype import check_dtype
-from mlckit.tir.expr import FloorDiv, IntImm, PrimExpr
+from mlckit.tir.expr import PrimExpr
+from mlckit.topi.utils import window_count
 
 from ..expr import Call, Expr
 from ..struct_info import StructInfo, TensorStructInfo
@@ -99,23 +101,21 @@ def _four_dims(call: Call, index: int, what: str) -> tuple[PrimExpr, ...] | None
 def _window_out(
     call: Call,
     size: PrimExpr,
-    pad: int,
+    pad: tuple[int, int],
     kernel: PrimExpr | int,
     stride: int,
     dilation: int,
     ceil_mode: bool = False,
     data_index: int = 0,
 ) -> PrimExpr:
-    span = size + pad - (kernel - 1) * dilation - 1  # type: ignore[operator]
-    if ceil_mode:
-        span = span + (stride - 1)
-    out = simplify(FloorDiv(span, IntImm("int64", stride)) + 1)
+    out = window_count(size, pad[0], pad[1], kernel, stride, dilation, ceil_mode)
     value = const_int(out)
     if value is not None and value < 1:
         raise fail(
             call,
             f"the window (size {format_dim(kernel)}, dilation {dilation}) does not fit in "
-            f"{describe_arg(call, data_index)} (input size {format_dim(size)} with padding {pad})",
+            f"{describe_arg(call, data_index)} (input size {format_dim(size)} with padding "
+            f"{sum(pad)})",
         )
     return out
 
@@ -131,7 +131,7 @@ def _spatial_out(
         _window_out(
             call,
             data[2 + i],
-            pad[i] + pad[i + 2],
+            (pad[i], pad[i + 2]),
             kernel[i],
             attrs["strides"][i],  # type: ignore[index]
             attrs["dilation"][i],  # type: ignore[index]

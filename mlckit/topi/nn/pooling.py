@@ -3,8 +3,10 @@ and ``pool_grad``, the gradient of ``pool2d``.
 
 Average pooling divides by the window size when ``count_include_pad`` is true (padding
 counts as zeros, as PyTorch's default), and by the number of window positions inside the
-unpadded input when it is false. With ``ceil_mode`` the output rounds up, and window
-positions past the explicit padding count in neither case.
+unpadded input when it is false. With ``ceil_mode`` the output rounds up (a last window that
+would start in the padding after the input is dropped, as torch and TVM drop it:
+``topi.utils.window_count``), and window positions past the explicit padding count in
+neither case.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from mlckit.errors import StructInfoError
 from mlckit.tir import op as tir_op
 from mlckit.tir.expr import IntImm, PrimExpr, const
 
-from ..utils import as_float, axis_names, shape_text
+from ..utils import as_float, axis_names, shape_text, window_count
 from .conv2d import pad_tuple, pair
 from .pad import pad
 
@@ -55,8 +57,7 @@ class _Windows:
         self.out_w = self._out_dim(self.width, self.left, self.right, self.kw, self.sw, self.dw)
 
     def _out_dim(self, size: PrimExpr, before: int, after: int, k: int, s: int, d: int) -> PrimExpr:
-        span = size + before + after - (k - 1) * d - 1
-        return arith.simplify((span + (s - 1 if self.ceil_mode else 0)) // s + 1)
+        return window_count(size, before, after, k, s, d, self.ceil_mode)
 
     def padded(self, data: te.Tensor, fill: PrimExpr) -> te.Tensor:
         """``data`` padded with ``fill`` (block ``pad_temp``) so that every window lies inside,

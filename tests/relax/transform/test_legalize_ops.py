@@ -298,6 +298,8 @@ def _pool_ref(x, kind, size, stride, pad, ceil_mode, count_include_pad):
     for axis in range(2):
         extent = (h, w)[axis] + pad[axis] + pad[axis + 2] - size[axis]
         out = (extent + (stride[axis] - 1 if ceil_mode else 0)) // stride[axis] + 1
+        if ceil_mode and (out - 1) * stride[axis] >= (h, w)[axis] + pad[axis]:
+            out -= 1  # a last window that would start in the padding after the input
         spans.append(out)
     # Windows that rounding up (ceil_mode) moves wholly outside the input read the fill only.
     fill = np.finfo("float32").min if kind == "max" else 0.0

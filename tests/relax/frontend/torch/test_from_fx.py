@@ -346,3 +346,21 @@ def test_arguments_a_converter_does_not_support_are_named():
     linear.kwargs = {"scale": 2}  # an argument no converter takes
     with pytest.raises(FrontendError, match=r"node 'linear0'.*unsupported arguments"):
         from_fx(traced, [((1, 784), "float32")])
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_ceil_mode_pooling_matches_torchs_shape_and_values(kind):
+    """ceil_mode pooling whose rounded-up last window would start in the padding: torch (and
+    TVM) drop that window, so the imported model's output has torch's shape."""
+    pool = (
+        nn.MaxPool2d(2, 2, 1, ceil_mode=True)
+        if kind == "max"
+        else nn.AvgPool2d(3, 3, 1, ceil_mode=True)
+    )
+    image = np.random.default_rng(0).standard_normal((1, 2, 5, 5)).astype(np.float32)
+    mod = from_fx(torch.fx.symbolic_trace(pool), [((1, 2, 5, 5), "float32")])
+    ours = numpy_of(run(mod, image))
+    with torch.no_grad():
+        theirs = pool(torch.from_numpy(image)).numpy()
+    assert ours.shape == theirs.shape
+    np.testing.assert_allclose(ours, theirs, atol=1e-6)
