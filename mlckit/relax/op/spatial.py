@@ -3,14 +3,17 @@
 
 They share the window arithmetic: along each spatial axis an output position covers
 ``dilation * (kernel - 1) + 1`` input positions, and positions step by ``stride`` over the
-padded input, so ``out = (size + pad_before + pad_after - dilation * (kernel - 1) - 1) // stride
-+ 1`` (pooling with ``ceil_mode`` rounds the division up, but drops a last window that would
-start in the padding after the input: ``topi.utils.window_count``). Attributes follow TVM: ``strides``
-and ``dilation`` are ``[h, w]``, ``padding`` is ``[top, left, bottom, right]`` (one value or a
-pair is expanded), layouts are strings. Only the NCHW data / OIHW kernel layouts are supported
-(IOHW for the transposed convolution, whose output size inverts the formula above).
-Adaptive pooling instead fixes the output size and derives each window from it (see
-``adaptive_avg_pool2d``).
+padded input, so
+
+    out = (size + pad_before + pad_after - dilation * (kernel - 1) - 1) // stride + 1
+
+(pooling with ``ceil_mode`` rounds the division up, but drops a last window that would start
+in the padding after the input: ``topi.utils.window_count``). Attributes follow TVM:
+``strides`` and ``dilation`` are ``[h, w]``, ``padding`` is ``[top, left, bottom, right]``
+(one value or a pair is expanded), layouts are strings. Only the NCHW data / OIHW kernel
+layouts are supported (IOHW for the transposed convolution, whose output size inverts the
+formula above). Adaptive pooling instead fixes the output size and derives each window from
+it (see ``adaptive_avg_pool2d``).
 """
 
 from __future__ import annotations
