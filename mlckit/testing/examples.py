@@ -9,10 +9,16 @@ chapter (``C += A @ B.T`` on 16x16 tiles in the accelerator's memories), its imp
 calling the extern ``"tmm16"``, which ``tmm16_micro_kernel`` implements for numba.
 ``MLPBackbone``: the course MLP (784-128-10, relu) as a training backbone for
 ``relax.training.SetupTrainer``, batches of 50, its four weights as parameters.
+``mlp_with_nll_loss(batch, sizes)``: an MLP ending in log_softmax + nll_loss, built with
+BlockBuilder, the function differentiation is tested on.
 """
 
 from __future__ import annotations
 
+import itertools
+
+from mlckit import relax
+from mlckit.ir.module import IRModule
 from mlckit.script import ir as I
 from mlckit.script import relax as R
 from mlckit.script import tir as T
@@ -258,3 +264,28 @@ def tmm16_micro_kernel(C, A, B, stride_a, stride_b, stride_c):  # type: ignore[n
                 total += A[i, k] * B[j, k]
             C[i, j] = total
     return 0
+
+
+def mlp_with_nll_loss(batch: int = 5, sizes: tuple[int, ...] = (8, 6, 5, 4)) -> IRModule:
+    """``main(x, w0, b0, w1, b1, ..., labels)``: dense layers ``x @ w + b`` of ``sizes``, relu
+    between them, then log_softmax and nll_loss (a 0-d float32 loss)."""
+    x = relax.Var("x", relax.TensorStructInfo((batch, sizes[0]), "float32"))
+    labels = relax.Var("labels", relax.TensorStructInfo((batch,), "int64"))
+    params = []
+    for i, (n_in, n_out) in enumerate(itertools.pairwise(sizes)):
+        params += [
+            relax.Var(f"w{i}", relax.TensorStructInfo((n_in, n_out), "float32")),
+            relax.Var(f"b{i}", relax.TensorStructInfo((n_out,), "float32")),
+        ]
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, *params, labels]):
+        with bb.dataflow():
+            h = x
+            for i in range(0, len(params), 2):
+                h = bb.emit(relax.op.add(relax.op.matmul(h, params[i]), params[i + 1]))
+                if i + 2 < len(params):
+                    h = bb.emit(relax.op.nn.relu(h))
+            logp = bb.emit(relax.op.nn.log_softmax(h))
+            gv = bb.emit_output(relax.op.nn.nll_loss(logp, labels))
+        bb.emit_func_output(gv)
+    return bb.get()

@@ -4,7 +4,6 @@ source, and that every other function is drawn as before."""
 
 from __future__ import annotations
 
-import itertools
 import re
 import xml.etree.ElementTree as ET
 
@@ -15,6 +14,7 @@ from mlckit import relax
 from mlckit.ir.instrument import PassTracer
 from mlckit.ir.transform import PassContext
 from mlckit.script import relax as R
+from mlckit.testing.examples import mlp_with_nll_loss
 
 viz = pytest.importorskip("mlckit.viz")
 style = pytest.importorskip("mlckit.viz.style")
@@ -41,26 +41,9 @@ def small_adjoint() -> mlckit.IRModule:
 
 def mlp_adjoint(sizes=(784, 128, 64, 10), batch=50) -> mlckit.IRModule:
     """A three-layer MLP ending in log_softmax + nll_loss, and its adjoint for the weights."""
-    x = relax.Var("x", R.Tensor((batch, sizes[0]), F32))
-    labels = relax.Var("labels", R.Tensor((batch,), "int64"))
-    params = []
-    for i, (n_in, n_out) in enumerate(itertools.pairwise(sizes)):
-        params += [
-            relax.Var(f"w{i}", R.Tensor((n_in, n_out), F32)),
-            relax.Var(f"b{i}", R.Tensor((n_out,), F32)),
-        ]
-    bb = relax.BlockBuilder()
-    with bb.function("main", [x, *params, labels]):
-        with bb.dataflow():
-            h = x
-            for i in range(0, len(params), 2):
-                h = bb.emit(relax.op.add(relax.op.matmul(h, params[i]), params[i + 1]))
-                if i + 2 < len(params):
-                    h = bb.emit(relax.op.nn.relu(h))
-            logp = bb.emit(relax.op.nn.log_softmax(h))
-            gv = bb.emit_output(relax.op.nn.nll_loss(logp, labels))
-        bb.emit_func_output(gv)
-    return relax.transform.Gradient("main", require_grads=params)(bb.get())
+    mod = mlp_with_nll_loss(batch, sizes)
+    weights = mod["main"].params[1:-1]
+    return relax.transform.Gradient("main", require_grads=weights)(mod)
 
 
 def binding_names(func) -> list[str]:

@@ -77,13 +77,12 @@ class Trainer:
     # ------------------------------------------------------------------ initial values
     def _new(self, var: Var, value: Any) -> runtime.NDArray:
         """``value`` as an NDArray on the device, checked against ``var``'s struct info."""
-        sinfo = var.struct_info_
+        shape = _shape(var)  # a VMError for a value of no static tensor shape
         array = np.asarray(value.numpy() if isinstance(value, runtime.NDArray) else value)
-        assert isinstance(sinfo, TensorStructInfo)
-        if array.shape != _shape(var) or str(array.dtype) != sinfo.dtype:
+        if array.shape != shape or str(array.dtype) != _dtype(var):
             raise VMError(
-                f"Trainer: {var.name_hint} is {format_struct_info(sinfo)}, but the value given "
-                f"has shape {array.shape} and dtype {array.dtype}"
+                f"Trainer: {var.name_hint} is {format_struct_info(var.struct_info_)}, but the "
+                f"value given has shape {array.shape} and dtype {array.dtype}"
             )
         return runtime.array(array, self.device)
 

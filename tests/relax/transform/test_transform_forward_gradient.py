@@ -5,8 +5,6 @@ its TVMScript round-trips; bad requests are TransformErrors naming the function 
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -25,6 +23,7 @@ from mlckit.relax.training.loss import (
 from mlckit.script import from_source
 from mlckit.script import ir as I
 from mlckit.script import relax as R
+from mlckit.testing.examples import mlp_with_nll_loss
 
 torch = pytest.importorskip("torch")
 
@@ -200,27 +199,10 @@ def test_zero_tangents_are_skipped_not_computed():
 
 # --------------------------------------------------------------------- the MLP
 def _mlp_with_nll_loss(batch=5, sizes=(8, 6, 5, 4)):
-    x = relax.Var("x", R.Tensor((batch, sizes[0]), F32))
-    labels = relax.Var("labels", R.Tensor((batch,), "int64"))
-    params = []
-    for i, (n_in, n_out) in enumerate(itertools.pairwise(sizes)):
-        params += [
-            relax.Var(f"w{i}", R.Tensor((n_in, n_out), F32)),
-            relax.Var(f"b{i}", R.Tensor((n_out,), F32)),
-        ]
-    bb = relax.BlockBuilder()
-    with bb.function("main", [x, *params, labels]):
-        with bb.dataflow():
-            h = x
-            for i in range(0, len(params), 2):
-                h = bb.emit(relax.op.add(relax.op.matmul(h, params[i]), params[i + 1]))
-                if i + 2 < len(params):
-                    h = bb.emit(relax.op.nn.relu(h))
-            logp = bb.emit(relax.op.nn.log_softmax(h))
-            gv = bb.emit_output(relax.op.nn.nll_loss(logp, labels))
-        bb.emit_func_output(gv)
-    shapes = [(batch, sizes[0])] + [s for a, b in itertools.pairwise(sizes) for s in ((a, b), (b,))]
-    return bb.get(), [x, *params], shapes
+    """The MLP, its float parameters (x and the weights) and their shapes."""
+    mod = mlp_with_nll_loss(batch, sizes)
+    floats = list(mod["main"].params[:-1])
+    return mod, floats, [tuple(int(d) for d in p.struct_info_.shape_values) for p in floats]
 
 
 def test_three_layer_mlp_with_nll_loss_equals_differences_and_reverse():

@@ -17,6 +17,7 @@ from mlckit.script import from_source
 from mlckit.script import ir as I
 from mlckit.script import relax as R
 from mlckit.testing import check_numerical_grads
+from mlckit.testing.examples import mlp_with_nll_loss
 
 torch = pytest.importorskip("torch")
 
@@ -459,30 +460,12 @@ def _check_loss(build_loss, shapes, targets, **torch_check):
 
 
 def test_three_layer_mlp_with_nll_loss_equals_numerical_and_torch():
-    batch, sizes = 5, (8, 6, 5, 4)
-    x = relax.Var("x", R.Tensor((batch, sizes[0]), F32))
-    labels = relax.Var("labels", R.Tensor((batch,), "int64"))
-    params = []
-    for i, (n_in, n_out) in enumerate(itertools.pairwise(sizes)):
-        params += [
-            relax.Var(f"w{i}", R.Tensor((n_in, n_out), F32)),
-            relax.Var(f"b{i}", R.Tensor((n_out,), F32)),
-        ]
-    bb = relax.BlockBuilder()
-    with bb.function("main", [x, *params, labels]):
-        with bb.dataflow():
-            h = x
-            for i in range(0, len(params), 2):
-                h = bb.emit(relax.op.add(relax.op.matmul(h, params[i]), params[i + 1]))
-                if i + 2 < len(params):
-                    h = bb.emit(relax.op.nn.relu(h))
-            logp = bb.emit(relax.op.nn.log_softmax(h))
-            gv = bb.emit_output(relax.op.nn.nll_loss(logp, labels))
-        bb.emit_func_output(gv)
-    shapes = [(batch, sizes[0])] + [s for a, b in itertools.pairwise(sizes) for s in ((a, b), (b,))]
+    mod = mlp_with_nll_loss(5, (8, 6, 5, 4))
+    *floats, _ = mod["main"].params
+    shapes = [tuple(int(d) for d in p.struct_info_.shape_values) for p in floats]
     inputs = _random(*shapes, seed=9)
     targets = np.array([0, 3, 1, 3, 2], dtype="int64")
-    _, vm, value, grads = _gradients(bb.get(), [*inputs, targets], require_grads=[x, *params])
+    _, vm, value, grads = _gradients(mod, [*inputs, targets], require_grads=floats)
     check_numerical_grads(lambda *a: vm["main"](*a, targets).numpy(), inputs, grads)
 
     tensors = [torch.tensor(a, requires_grad=True) for a in inputs]
