@@ -496,16 +496,24 @@ class PythonCodegen(PrimExprPrinter):
         # ``reduce_loop``), by buffer id: every access of that buffer reads or writes it.
         self.accumulators: dict[int, str] = {}
         # 0-d buffers viewed as one element (``X[0]``), by id: numba's parallel loops cannot
-        # read a 0-d array (they take it for a scalar), so a parallel kernel never has one.
+        # read a 0-d array (they take it for a scalar), so a kernel with a parallel loop
+        # (``views_0d``) never has one.
         self.one_element: set[int] = set()
+        self.views_0d = False
 
     # ------------------------------------------------------------------ entry point
     def generate(self) -> GeneratedFunction:
         params, buffers = self.signature()
         self._declare_externs()
         self._bind_shapes(buffers)
+        loops: list[S.For] = []
+        post_order_visit(
+            self.func.body,
+            lambda n: loops.append(n) if isinstance(n, S.For) else None,  # type: ignore[func-returns-value]
+        )
+        self.views_0d = self.parallel and any(n.kind == S.ForKind.PARALLEL for n in loops)
         for buffer in buffers:
-            if not buffer.shape and self.parallel:
+            if not buffer.shape and self.views_0d:
                 if not self.one_element:
                     self.emit("# numba's parallel loops cannot read 0-d arrays: view them as (1,)")
                 name = self.names.get(buffer, buffer.name)
@@ -802,7 +810,7 @@ class PythonCodegen(PrimExprPrinter):
         self.data_buffers[id(buffer.data)] = buffer
         name = self.names.get(buffer, buffer.name)
         shape = ", ".join(self.expr(s) for s in buffer.shape)
-        if not buffer.shape and self.parallel:
+        if not buffer.shape and self.views_0d:
             shape = "1"
             self.one_element.add(id(buffer))
         if len(buffer.shape) == 1 or id(buffer) in self.one_element:

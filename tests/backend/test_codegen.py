@@ -113,6 +113,16 @@ def test_parallel_loops_read_and_write_0d_buffers():
     np.testing.assert_array_equal(b, a + 4.5)
     assert total == 4.5  # written through the one-element view
 
+    @T.prim_func
+    def serial(s: T.Buffer((), "float32"), B: T.Buffer((4,), "float32")):
+        for i in range(4):
+            with T.block("B"):
+                vi = T.axis.remap("S", [i])
+                B[vi] = s[()]
+
+    source = generate_function(serial, "serial").source  # no parallel loop: no view
+    assert "B[i] = s[()]" in source and "reshape" not in source
+
 
 @pytest.mark.parametrize("target", ["llvm", "python"])
 def test_float_division_by_zero_is_ieee(target):
